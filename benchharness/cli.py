@@ -1,0 +1,226 @@
+"""The `bench` command: subcommands with key=value arguments. Thin: it only dispatches.
+
+Exit codes: 0 everything ran and passed; 1 a verdict failed; 2 bad usage or configuration;
+3 some steps could not run (host unreachable, tool missing, tool crashed); 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+
+from benchharness.errors import EXIT_INTERRUPTED, EXIT_USAGE, BenchError, UsageError
+
+EXIT_CODES = """exit codes:
+  0    everything ran and every verdict passed
+  1    a verdict failed
+  2    bad usage or configuration (unknown suite, malformed inventory or suite)
+  3    some steps could not run (host unreachable, tool missing, tool crashed)
+  130  interrupted (SIGINT/SIGTERM); everything measured so far is kept
+"""
+
+# Keys that `bench run` consumes itself; every other key=value overrides a suite parameter.
+RUN_KEYS = ("suite", "hosts", "out", "resume")
+
+
+def parse_kv(items: Sequence[str], allowed: Sequence[str] | None = None) -> dict[str, str]:
+    """``key=value`` arguments as a dict; a UsageError for anything else."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key or not key.replace("_", "").replace("-", "").isalnum():
+            raise UsageError(f"expected key=value, got {item!r}")
+        if allowed is not None and key not in allowed:
+            raise UsageError(f"unknown argument {key!r}; expected {', '.join(allowed)}")
+        out[key] = value
+    return out
+
+
+def _require(args: dict[str, str], key: str, command: str) -> str:
+    if not args.get(key):
+        raise UsageError(f"bench {command} needs {key}=...; see `bench {command} --help`")
+    return args[key]
+
+
+def cmd_run(ns: argparse.Namespace) -> int:
+    from benchharness.execute import run_suite
+
+    kv = parse_kv(ns.args)
+    suite = kv.pop("suite", None) or "quick"
+    hosts, out, resume = kv.pop("hosts", None), kv.pop("out", None), kv.pop("resume", None)
+    return run_suite(suite, hosts, kv, out=out, resume=resume)
+
+
+def cmd_plan(ns: argparse.Namespace) -> int:
+    from benchharness.inventory import load_inventory, local_inventory
+    from benchharness.plan import build_plan, describe_plan
+    from benchharness.suites import load_suite
+
+    kv = parse_kv(ns.args)
+    suite = load_suite(kv.pop("suite", None) or "quick", {k: v for k, v in kv.items() if k != "hosts"})
+    inventory = load_inventory(kv["hosts"]) if kv.get("hosts") else local_inventory()
+    print(describe_plan(build_plan(suite, inventory.hosts, inventory=inventory)))
+    return 0
+
+
+def cmd_suites(ns: argparse.Namespace) -> int:
+    from benchharness.suites import list_suites
+
+    suites = list_suites()
+    width = max((len(n) for n, _ in suites), default=0)
+    for name, description in suites:
+        print(f"{name:<{width}}  {description}")
+    return 0
+
+
+def cmd_list(ns: argparse.Namespace) -> int:
+    from benchharness.store import list_runs
+
+    for run in list_runs():
+        try:
+            info = run.run_info()
+        except BenchError as exc:
+            print(f"{run.path.name}  (unreadable: {exc})")
+            continue
+        steps = info.get("steps") or {}
+        print(f"{run.path.name}  {info.get('suite', {}).get('name', '?'):<12} {info.get('state', '?'):<11} "
+              f"hosts={','.join(info.get('hosts', []))} ok={steps.get('ok', '?')}/{info.get('steps_total', '?')}")
+    return 0
+
+
+def cmd_show(ns: argparse.Namespace) -> int:
+    from benchharness.store import find_run
+
+    run = find_run(ns.run)
+    info = run.run_info()
+    print(json.dumps({k: info.get(k) for k in ("run_id", "state", "exit_code", "started", "ended",
+                                                 "hosts", "steps", "failures", "verdicts")},
+                     indent=2, default=str))
+    print(f"samples: {len(run.samples())}  path: {run.path}")
+    return 0
+
+
+def cmd_report(ns: argparse.Namespace) -> int:
+    from benchharness.report.html import render_comparison, render_run_report
+    from benchharness.store import find_run
+
+    kv = parse_kv([a for a in ns.runs if "=" in a], allowed=("out",))
+    runs = [find_run(r) for r in ns.runs if "=" not in r]
+    if not runs:
+        raise UsageError("bench report needs at least one RUN (an id, a path, or latest)")
+    from pathlib import Path
+
+    if len(runs) == 1:
+        path = render_run_report(runs[0], Path(kv["out"]) if kv.get("out") else None)
+    else:
+        path = render_comparison(runs, Path(kv.get("out") or "comparison.html"))
+    print(f"report: {path}")
+    return 0
+
+
+def cmd_parse(ns: argparse.Namespace) -> int:
+    from benchharness.errors import ToolFailure
+    from benchharness.parsers import get_parser
+
+    parser = get_parser(ns.tool)
+    try:
+        text = sys.stdin.read() if ns.file == "-" else open(ns.file, encoding="utf-8", errors="replace").read()
+    except OSError as exc:
+        raise UsageError(f"cannot read {ns.file}: {exc.strerror}") from exc
+    try:
+        data = parser(text)
+    except ToolFailure as exc:
+        print(f"bench parse {ns.tool} {ns.file}: {exc.kind}: {exc.message}", file=sys.stderr)
+        return exc.exit_code
+    print(json.dumps(data, indent=2, default=str))
+    return 0
+
+
+def cmd_lab(ns: argparse.Namespace) -> int:
+    from benchharness import lab
+
+    kv = parse_kv(ns.args, allowed=("hosts", "name", "shape", "rdma"))
+    name = kv.get("name")
+    if ns.action == "up":
+        try:
+            count = int(kv.get("hosts", "3"))
+        except ValueError as exc:
+            raise UsageError(f"hosts= must be a number of hosts, got {kv['hosts']!r}") from exc
+        try:
+            shape = lab.parse_shape(kv["shape"]) if kv.get("shape") else None
+        except ValueError as exc:
+            raise UsageError(f"shape=: {exc}") from exc
+        info = lab.lab_up(count, name=name or "lab", shape=shape, rdma=kv.get("rdma"))
+        for h in info.hosts:
+            print(f"{h.name}  {h.address}  netns={h.netns}{'  shaped ' + h.shape if h.shape else ''}")
+        print(info.inventory)
+    elif ns.action == "status":
+        rows = lab.lab_status(name)
+        if not rows:
+            print("no lab is up")
+        for r in rows:
+            print("  ".join(f"{k}={v}" for k, v in r.items()))
+    else:
+        removed = lab.lab_down(name)
+        print(f"removed: {', '.join(removed) if removed else 'nothing'}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every subcommand."""
+    top = argparse.ArgumentParser(
+        prog="bench", description="Benchmark datacenter NICs: perftest, iperf3, nccl-tests, with telemetry.",
+        epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = top.add_subparsers(dest="command", metavar="COMMAND")
+
+    def add(name: str, fn: Callable[[argparse.Namespace], int], help_text: str, epilog: str = "") -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text, description=help_text, epilog=epilog + "\n" + EXIT_CODES,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        p.set_defaults(func=fn)
+        return p
+
+    add("run", cmd_run, "run a suite on the hosts of an inventory (default: the local machine)",
+        "arguments:\n  suite=NAME|PATH   a suite from suites/ or a YAML file (default quick)\n"
+        "  hosts=INVENTORY   Ansible inventory (path or name in inventories/); omit for the local machine\n"
+        "  out=DIR           run directory (default reports/<run-id>)\n"
+        "  resume=RUN        continue an interrupted run, skipping finished steps\n"
+        "  KEY=VALUE         override a suite setting or tool parameter (duration=5 repeat=3 ...)\n\n"
+        "example:\n  bench run suite=allreduce hosts=lab.ini repeat=3"
+        ).add_argument("args", nargs="*", metavar="KEY=VALUE")
+    add("plan", cmd_plan, "print the rounds and exact command lines a run would execute, without running",
+        "arguments: suite=NAME hosts=INVENTORY [KEY=VALUE ...]").add_argument("args", nargs="*", metavar="KEY=VALUE")
+    add("suites", cmd_suites, "list the suites with their descriptions")
+    add("list", cmd_list, "list stored runs")
+    add("show", cmd_show, "show one stored run").add_argument("run", help="run id, path, or latest")
+    add("report", cmd_report, "render the HTML report of a run, or a comparison of several runs",
+        "arguments: RUN [RUN ...] [out=FILE]").add_argument("runs", nargs="+", metavar="RUN")
+    p = add("parse", cmd_parse, "parse a saved tool or command output and print its records as JSON")
+    p.add_argument("tool", help="parser name (iperf3, perftest, nccl-tests, lspci, ...)")
+    p.add_argument("file", help="file to parse, or - for standard input")
+    p = add("lab", cmd_lab, "manage the loopback lab: network namespaces with real sshd (needs root)",
+            "arguments:\n  up hosts=N [name=lab] [shape=h2:2gbit] [rdma=rxe]\n  status [name=lab]\n  down [name=lab]\n\n"
+            "`bench lab up` prints the inventory path as its last line.")
+    p.add_argument("action", choices=("up", "status", "down"))
+    p.add_argument("args", nargs="*", metavar="KEY=VALUE")
+    return top
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `bench` console script."""
+    parser = build_parser()
+    ns = parser.parse_args(argv)
+    if not getattr(ns, "func", None):
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        return int(ns.func(ns))
+    except BenchError as exc:
+        print(f"bench: {exc.message}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("bench: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return 0

@@ -1,0 +1,142 @@
+"""`bench run`: suite + inventory → plan → runner → run directory → report, and the exit code."""
+
+from __future__ import annotations
+
+import datetime as dt
+import getpass
+import os
+import platform
+import socket
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from benchharness import __version__
+from benchharness.errors import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_STEPS_FAILED,
+    EXIT_VERDICT_FAILED,
+    UsageError,
+)
+from benchharness.model import Verdict
+from benchharness.store import RunDir, find_run, new_run_id, results_root
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).astimezone().isoformat(timespec="seconds")
+
+
+def _suite_snapshot(suite: Any) -> dict[str, Any]:
+    return {"name": suite.name, "path": str(suite.path), "description": suite.description,
+            "settings": dict(suite.settings),
+            "tests": [{"name": t.name, "tool": t.tool, "pattern": t.pattern, "hosts": t.hosts,
+                       "repeat": t.repeat, "params": dict(t.params)} for t in suite.tests]}
+
+
+def exit_code_for(state: str, failed_steps: int, verdicts: list[Verdict]) -> int:
+    """Documented exit codes: 130 interrupted, 3 steps could not run, 1 a verdict failed, else 0."""
+    if state == "interrupted":
+        return EXIT_INTERRUPTED
+    if failed_steps:
+        return EXIT_STEPS_FAILED
+    if any(v.status == "fail" for v in verdicts):
+        return EXIT_VERDICT_FAILED
+    return EXIT_OK
+
+
+def run_suite(suite_ref: str, hosts_ref: str | None, overrides: Mapping[str, str], *,
+              out: str | None = None, resume: str | None = None,
+              echo: Callable[[str], None] = print,
+              progress: Callable[[str], None] | None = None) -> int:
+    """Run a suite on an inventory's hosts (or the local machine) and return the exit code."""
+    from benchharness.inventory import load_inventory, local_inventory
+    from benchharness.plan import build_plan
+    from benchharness.runner import Runner, summarize_failures
+    from benchharness.suites import load_suite
+
+    suite = load_suite(suite_ref, overrides)
+    inventory = load_inventory(hosts_ref) if hosts_ref else local_inventory()
+    plan = build_plan(suite, inventory.hosts, inventory=inventory)
+    if not plan.steps:
+        raise UsageError(f"suite {suite.name} has no steps for the hosts of "
+                         f"{hosts_ref or 'the local machine'}")
+
+    done: set[str] = set()
+    if resume:
+        run_dir = find_run(resume)
+        info = run_dir.run_info()
+        if info.get("suite", {}).get("name") != suite.name:
+            raise UsageError(f"cannot resume {run_dir.path.name}: it ran suite "
+                             f"{info.get('suite', {}).get('name')!r}, not {suite.name!r}")
+        done = {s["step"] for s in run_dir.steps() if s.get("status") == "ok"}
+        info.setdefault("resumed", []).append(_now())
+    else:
+        run_id = new_run_id(suite.name)
+        run_dir = RunDir.create(Path(out) if out else results_root() / run_id)
+        info = {
+            "run_id": run_dir.path.name, "suite": _suite_snapshot(suite), "overrides": dict(overrides),
+            "inventory": inventory.snapshot(), "inventory_source": str(inventory.source or "local"),
+            "hosts": [h.name for h in plan.hosts], "started": _now(), "ended": None,
+            "state": "running", "exit_code": None, "bench_version": __version__,
+            "command": sys.argv, "controller": {"host": socket.gethostname(), "user": getpass.getuser(),
+                                                "python": platform.python_version(), "pid": os.getpid()},
+            "steps_total": len(plan.steps),
+        }
+    run_dir.write_run_info(info)
+    echo(f"run {run_dir.path.name}: suite {suite.name}, {len(plan.steps)} steps in "
+         f"{len(plan.rounds)} rounds on {len(plan.hosts)} host(s); results in {run_dir.path}")
+
+    from benchharness.telemetry_hooks import observers_for
+
+    runner = Runner(plan, run_dir, observers=observers_for(suite, overrides), done_steps=done,
+                    progress=progress or (lambda line: print(line, file=sys.stderr, flush=True)))
+    result = runner.run()
+
+    steps = run_dir.steps()
+    last: dict[str, dict[str, Any]] = {s["step"]: s for s in steps}
+    failed = [s for s in last.values() if s["status"] == "failed"]
+    verdicts = _verdicts(run_dir, info)
+    state = "interrupted" if result.interrupted else ("partial" if failed else "complete")
+    code = exit_code_for(state, len(failed), verdicts)
+    info.update({
+        "ended": _now(), "state": state, "exit_code": code,
+        "steps": {"total": len(plan.steps), "ok": sum(s["status"] == "ok" for s in last.values()),
+                  "failed": len(failed), "skipped": sum(s["status"] == "skipped" for s in last.values())},
+        "failures": summarize_failures(result.failed) if not resume else
+        [{k: s.get(k) for k in ("step", "host", "kind", "message")} for s in failed],
+        "verdicts": [v.__dict__ for v in verdicts],
+        "down_hosts": runner.down,
+    })
+    run_dir.write_run_info(info)
+    report = _render(run_dir, echo)
+    samples = sum(s.get("samples", 0) for s in last.values())
+    echo(f"{info['steps']['ok']}/{len(plan.steps)} steps ok, {len(failed)} failed, {samples} samples; "
+         f"state {state}, exit code {code}")
+    for f in info["failures"][:10]:
+        echo(f"  FAILED {f['step']}{' on ' + f['host'] if f.get('host') else ''}: {f['kind']}: {f['message']}")
+    for v in verdicts:
+        if v.status == "fail":
+            echo(f"  VERDICT FAIL {v.check}{' on ' + v.host if v.host else ''}: {v.message}")
+    echo(f"report: {report}" if report else f"results: {run_dir.path}")
+    return code
+
+
+def _verdicts(run_dir: RunDir, info: dict[str, Any]) -> list[Verdict]:
+    """Pass/fail checks of the suite over the stored samples (thresholds land with acceptance)."""
+    try:
+        from benchharness.verdicts import evaluate
+    except ImportError:
+        return []
+    return evaluate(run_dir, info)
+
+
+def _render(run_dir: RunDir, echo: Callable[[str], None]) -> Path | None:
+    try:
+        from benchharness.report.html import render_run_report
+
+        return render_run_report(run_dir)
+    except Exception as exc:  # the measurements are already safe on disk
+        echo(f"warning: report could not be rendered ({exc}); re-render with `bench report {run_dir.path}`")
+        return None

@@ -1,0 +1,117 @@
+"""Small data classes shared by every room: hosts, steps, commands and their results."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+Record = dict[str, Any]
+"""One tidy sample row: labels plus unit-bearing metric fields (e.g. ``bw_avg_gbps``)."""
+
+
+@dataclass(frozen=True)
+class Host:
+    """A benchmark host as the inventory describes it."""
+
+    name: str
+    address: str
+    port: int = 22
+    user: str | None = None
+    key_file: str | None = None
+    known_hosts: str | None = None
+    proxy_jump: str | None = None
+    strict_host_keys: bool = True
+    data_ip: str | None = None
+    groups: tuple[str, ...] = ()
+    vars: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    local: bool = False
+
+    @property
+    def traffic_ip(self) -> str:
+        """Address that test traffic goes to: ``data_ip`` when set, else the management address."""
+        return self.data_ip or self.address
+
+    def var(self, name: str, default: Any = None) -> Any:
+        """A benchmark variable of this host (``netdev``, ``rdma_dev``, ``gpus`` ...)."""
+        return self.vars.get(name, default)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One tool invocation between some hosts, with one set of parameters.
+
+    ``hosts`` is ordered by the pattern: for pair patterns ``(server, client)``, for incast
+    ``(receiver, sender, sender, ...)``, for collectives every member with the launcher first.
+    """
+
+    id: str
+    test: str
+    tool: str
+    params: Mapping[str, Any]
+    hosts: tuple[Host, ...]
+    pattern: str = "pairs"
+    repetition: int = 0
+    round: int = 0
+    port: int = 0
+    labels: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    def sample_labels(self) -> Record:
+        """Labels that every sample of this step carries."""
+        out: Record = {"test": self.test, "tool": self.tool, "step": self.id,
+                       "rep": self.repetition, "round": self.round, "pattern": self.pattern}
+        out.update(self.labels)
+        return out
+
+
+@dataclass(frozen=True)
+class Command:
+    """A command line to run on one host; built by a tool adapter, executed by a transport."""
+
+    host: Host
+    role: str
+    argv: tuple[str, ...]
+    env: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
+    background: bool = False
+    ready_pattern: str | None = None
+    timeout_s: float = 120.0
+    label: str = ""
+    #: Files to copy to the host before the command starts: (local path, remote path).
+    uploads: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def name(self) -> str:
+        """Unique name of this command inside its step, used for raw output files."""
+        return self.label or f"{self.role}-{self.host.name}"
+
+
+@dataclass
+class CommandResult:
+    """What happened to one command: exit code, output, timing, and how it ended."""
+
+    command: Command
+    rc: int | None
+    stdout: str
+    stderr: str
+    started: float
+    ended: float
+    timed_out: bool = False
+    stopped: bool = False
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and not self.timed_out and (self.rc == 0 or self.stopped)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One pass/fail check with its evidence."""
+
+    check: str
+    status: str  # "pass" | "fail" | "warn" | "info"
+    message: str
+    host: str | None = None
+    test: str | None = None
+    value: float | None = None
+    limit: float | None = None

@@ -1,0 +1,336 @@
+"""Executes a plan: rounds of concurrent steps, raw output and samples stored after every step.
+
+Nothing measured is lost: samples and raw output are written as each step ends, and on any
+exit path (error, SIGINT, SIGTERM) every process the run started is stopped on its host.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from benchharness.errors import ToolFailure, TransportError
+from benchharness.model import Command, CommandResult, Host, Record, Step
+from benchharness.plan import Plan
+from benchharness.store import RunDir
+from benchharness.tools import get_tool
+from benchharness.transport import Process, Transport, transport_for
+
+READY_TIMEOUT_S = 30.0
+
+
+class StepObserver(Protocol):
+    """Telemetry and other hooks around steps; none may break the run."""
+
+    def start_run(self, runner: Runner) -> None: ...
+    def before_step(self, runner: Runner, step: Step) -> None: ...
+    def after_step(self, runner: Runner, step: Step) -> None: ...
+    def end_run(self, runner: Runner) -> None: ...
+
+
+@dataclass
+class StepOutcome:
+    """How one step ended."""
+
+    step: Step
+    status: str  # ok | failed | skipped
+    kind: str = ""
+    message: str = ""
+    host: str | None = None
+    samples: int = 0
+    started: float = 0.0
+    ended: float = 0.0
+
+
+@dataclass
+class RunOutcome:
+    """How the whole run ended."""
+
+    outcomes: list[StepOutcome] = field(default_factory=list)
+    interrupted: bool = False
+
+    @property
+    def failed(self) -> list[StepOutcome]:
+        return [o for o in self.outcomes if o.status == "failed"]
+
+
+class _Stop(Exception):
+    """SIGTERM, turned into an exception in the main thread."""
+
+
+@contextmanager
+def _signals_raise() -> Iterator[None]:
+    """SIGTERM behaves like Ctrl-C while a run is in progress (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_term(signum: int, frame: Any) -> None:
+        raise _Stop()
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+class Runner:
+    """Runs a plan into a run directory."""
+
+    def __init__(self, plan: Plan, run_dir: RunDir, observers: Sequence[StepObserver] = (),
+                 done_steps: set[str] | None = None, max_connections: int = 32,
+                 progress: Callable[[str], None] | None = None) -> None:
+        self.plan = plan
+        self.run_dir = run_dir
+        self.observers = list(observers)
+        self.done_steps = done_steps or set()
+        self.max_connections = max_connections
+        self.progress = progress or (lambda line: None)
+        self.transports: dict[str, Transport] = {}
+        self.down: dict[str, str] = {}
+        self._live: set[Process] = set()
+        self._lock = threading.Lock()
+        self.stopping = threading.Event()
+
+    # -- hosts -------------------------------------------------------------------------------
+    def transport(self, host: Host) -> Transport:
+        """The one transport of ``host``, created on first use."""
+        with self._lock:
+            if host.name not in self.transports:
+                self.transports[host.name] = transport_for(host)
+            return self.transports[host.name]
+
+    def connect_all(self) -> None:
+        """Open every host's connection in parallel; unreachable hosts are marked down."""
+        remote = [h for h in self.plan.hosts if not h.local]
+        if not remote:
+            return
+
+        def connect(host: Host) -> None:
+            conn = getattr(self.transport(host), "connection", None)
+            if conn is None:
+                return
+            try:
+                conn()
+            except TransportError as exc:
+                self.down[host.name] = exc.message
+
+        with ThreadPoolExecutor(max_workers=min(self.max_connections, len(remote))) as pool:
+            list(pool.map(connect, remote))
+
+    # -- processes ---------------------------------------------------------------------------
+    def _track(self, proc: Process) -> None:
+        with self._lock:
+            self._live.add(proc)
+
+    def _untrack(self, proc: Process) -> None:
+        with self._lock:
+            self._live.discard(proc)
+
+    def stop_everything(self) -> None:
+        """Stop every process this run started that may still be alive, on every host."""
+        with self._lock:
+            live = list(self._live)
+        if live:
+            with ThreadPoolExecutor(max_workers=min(16, len(live))) as pool:
+                list(pool.map(lambda p: p.stop(1.0), live))
+        with self._lock:
+            self._live.clear()
+
+    def close(self) -> None:
+        for transport in self.transports.values():
+            try:
+                transport.close()
+            except Exception:  # noqa: S110 - closing is best effort at the end of a run
+                pass
+
+    # -- the run -----------------------------------------------------------------------------
+    def run(self) -> RunOutcome:
+        """Execute every round; returns how each step ended. Ctrl-C/SIGTERM stop it cleanly."""
+        result = RunOutcome()
+        total = len(self.plan.steps)
+        finished = 0
+        try:
+            with _signals_raise():
+                self.connect_all()
+                for obs in self.observers:
+                    self._safely(obs.start_run, self)
+                for index, round_steps in enumerate(self.plan.rounds):
+                    todo = [s for s in round_steps if s.id not in self.done_steps]
+                    if not todo:
+                        continue
+                    for outcome in self._run_round(todo):
+                        result.outcomes.append(outcome)
+                        finished += 1
+                        detail = f" {outcome.kind}: {outcome.message}" if outcome.status != "ok" else ""
+                        self.progress(f"[{finished + len(self.done_steps)}/{total}] round {index + 1}/"
+                                      f"{len(self.plan.rounds)} {outcome.step.id} {outcome.status}{detail}")
+        except (KeyboardInterrupt, _Stop):
+            result.interrupted = True
+            self.stopping.set()
+        finally:
+            self.stopping.set()
+            self.stop_everything()
+            for obs in self.observers:
+                self._safely(obs.end_run, self)
+            self.close()
+        return result
+
+    def _run_round(self, steps: list[Step]) -> list[StepOutcome]:
+        # Steps always run in worker threads: the main thread only waits, in short slices, so
+        # that Ctrl-C and SIGTERM reach it at once; the workers then see `stopping` and end.
+        pool = ThreadPoolExecutor(max_workers=len(steps), thread_name_prefix="step")
+        futures = [pool.submit(self.run_step, s) for s in steps]
+        try:
+            outcomes = []
+            for fut in futures:
+                while True:
+                    try:
+                        outcomes.append(fut.result(timeout=0.2))
+                        break
+                    except TimeoutError:
+                        continue
+            return outcomes
+        except BaseException:
+            self.stopping.set()
+            self.stop_everything()
+            raise
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    @staticmethod
+    def _safely(fn: Callable[..., Any], *args: Any) -> None:
+        try:
+            fn(*args)
+        except Exception as exc:  # telemetry must never break a measurement
+            print(f"warning: {getattr(fn, '__qualname__', fn)}: {exc}", file=sys.stderr)
+
+    def run_step(self, step: Step) -> StepOutcome:
+        """Run one step to the end, store its raw output and samples, and say how it went."""
+        outcome = StepOutcome(step=step, status="ok", started=time.time())
+        dead = [h.name for h in step.hosts if h.name in self.down]
+        if dead:
+            outcome.status, outcome.kind, outcome.host = "failed", "unreachable", dead[0]
+            outcome.message = self.down[dead[0]]
+        elif self.stopping.is_set():
+            outcome.status, outcome.kind, outcome.message = "skipped", "interrupted", "run was stopped"
+        else:
+            for obs in self.observers:
+                self._safely(obs.before_step, self, step)
+            try:
+                self._execute(step, outcome)
+            except TransportError as exc:
+                self.down.setdefault(exc.host, exc.message)
+                outcome.status, outcome.kind, outcome.host, outcome.message = (
+                    "failed", "unreachable", exc.host, exc.message)
+            except ToolFailure as exc:
+                outcome.status, outcome.kind, outcome.message = "failed", exc.kind, exc.message
+            for obs in self.observers:
+                self._safely(obs.after_step, self, step)
+        outcome.ended = time.time()
+        if self.stopping.is_set() and outcome.status == "failed" and outcome.kind not in ("unreachable",):
+            outcome.status, outcome.kind = "skipped", "interrupted"
+        self._record(outcome)
+        return outcome
+
+    def _record(self, o: StepOutcome) -> None:
+        self.run_dir.append_step({
+            "step": o.step.id, "test": o.step.test, "tool": o.step.tool, "round": o.step.round,
+            "rep": o.step.repetition, "hosts": [h.name for h in o.step.hosts], "status": o.status,
+            "kind": o.kind, "message": o.message, "host": o.host, "samples": o.samples,
+            "started": o.started, "ended": o.ended, "params": dict(o.step.params)})
+
+    def _execute(self, step: Step, outcome: StepOutcome) -> None:
+        adapter = get_tool(step.tool)
+        commands = adapter.commands(step)
+        results: list[CommandResult] = []
+        servers: list[tuple[Command, Process]] = []
+        try:
+            for cmd in commands:
+                for local_path, remote_path in cmd.uploads:
+                    self.transport(cmd.host).put(local_path, remote_path)
+            longest = max((c.timeout_s for c in commands if not c.background), default=60.0)
+            for cmd in (c for c in commands if c.background):
+                proc = self._start(cmd, limit_s=longest + READY_TIMEOUT_S + 30)
+                servers.append((cmd, proc))
+            for cmd, proc in servers:
+                if cmd.ready_pattern and not proc.wait_for_output(cmd.ready_pattern, READY_TIMEOUT_S):
+                    failure = self._not_ready(cmd, proc)
+                    results += self._stop_all(servers)
+                    self._store(step, results)
+                    raise failure
+            clients = [(cmd, self._start(cmd, limit_s=cmd.timeout_s + 10))
+                       for cmd in commands if not cmd.background]
+            results += [self._finish(cmd, proc) for cmd, proc in clients]
+            results += self._stop_all(servers)
+            servers = []
+        finally:
+            if servers:
+                results += self._stop_all(servers)
+                self._store(step, results)
+        self._store(step, results)
+        records = adapter.parse_step(step, results)
+        labels = step.sample_labels()
+        outcome.samples = self.run_dir.append_samples({**labels, **r} for r in records)
+        if not records:
+            raise ToolFailure("no_result", f"{step.id}: the tool ran but produced no samples")
+
+    def _store(self, step: Step, results: list[CommandResult]) -> None:
+        for res in results:
+            self.run_dir.write_raw(step.id, res)
+
+    def _start(self, cmd: Command, limit_s: float) -> Process:
+        proc = self.transport(cmd.host).start(cmd.argv, cmd.env, limit_s=limit_s)
+        self._track(proc)
+        return proc
+
+    def _finish(self, cmd: Command, proc: Process) -> CommandResult:
+        deadline = time.monotonic() + cmd.timeout_s
+        rc = None
+        while time.monotonic() < deadline and not self.stopping.is_set():
+            rc = proc.wait(min(0.5, max(0.01, deadline - time.monotonic())))
+            if rc is not None:
+                break
+        timed_out = rc is None and not self.stopping.is_set()
+        if rc is None:
+            proc.stop()
+            rc = proc.wait(5.0)
+        self._untrack(proc)
+        return CommandResult(cmd, rc, proc.stdout, proc.stderr, proc.started, time.time(),
+                             timed_out=timed_out, stopped=self.stopping.is_set() and not timed_out)
+
+    def _stop_all(self, servers: list[tuple[Command, Process]]) -> list[CommandResult]:
+        results = []
+        for cmd, proc in servers:
+            rc = proc.poll()
+            stopped = rc is None
+            if stopped:
+                proc.stop(1.0)
+                rc = proc.wait(5.0)
+            self._untrack(proc)
+            results.append(CommandResult(cmd, rc, proc.stdout, proc.stderr, proc.started, time.time(),
+                                         stopped=stopped))
+        return results
+
+    @staticmethod
+    def _not_ready(cmd: Command, proc: Process) -> ToolFailure:
+        rc = proc.poll()
+        tail = (proc.stderr.strip() or proc.stdout.strip()).splitlines()[-1:] or ["no output"]
+        if rc == 127:
+            return ToolFailure("tool_missing", f"{cmd.host.name}: {cmd.argv[0]} not found on the host")
+        state = f"exited with code {rc}" if rc is not None else f"not ready after {READY_TIMEOUT_S:.0f} s"
+        return ToolFailure("server_not_ready", f"{cmd.host.name}: {cmd.role} {state}: {tail[0]}")
+
+
+def summarize_failures(outcomes: Sequence[StepOutcome]) -> list[Record]:
+    """Failures as stored in run.json: step, host, kind, message."""
+    return [{"step": o.step.id, "host": o.host, "kind": o.kind, "message": o.message}
+            for o in outcomes if o.status == "failed"]

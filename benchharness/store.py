@@ -1,0 +1,199 @@
+"""The run directory: the product of every run, and the only thing reports read.
+
+Layout (``schema_version`` 1)::
+
+    <run>/run.json          what, where, when, versions, hosts, exit state (rewritten as it changes)
+    <run>/steps.jsonl       one line per finished step: status, failure kind and message
+    <run>/samples.jsonl     tidy sample records, appended after every step
+    <run>/raw/<step>/<cmd>.json|.stdout|.stderr   each command line, its output and exit code
+    <run>/telemetry/        host facts, preflight verdicts, per-step counters and samplers
+    <run>/report.html       rendered from the files above
+
+Every write is appended or replaced atomically, so a run that dies half-way leaves readable files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from benchharness.errors import BenchError, UsageError
+from benchharness.model import CommandResult, Record
+
+SCHEMA_VERSION = 1
+RESULTS_ENV = "BENCH_RESULTS"
+_SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def results_root() -> Path:
+    """Where run directories go by default: ``$BENCH_RESULTS`` or ``./reports``."""
+    return Path(os.environ.get(RESULTS_ENV) or "reports")
+
+
+def safe_name(text: str) -> str:
+    """A string usable as one path component."""
+    cleaned = _SAFE.sub("_", text).strip("._")
+    return cleaned[:120] or "x"
+
+
+def new_run_id(suite: str, now: float | None = None) -> str:
+    """Readable, sortable and unique: ``20261130-120501-quick-3fa2``."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now or time.time()))
+    return f"{stamp}-{safe_name(suite)}-{secrets.token_hex(2)}"
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    if not path.exists():
+        return
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError:
+                # A line cut by a crash or a full disk: everything before it is still good.
+                continue
+
+
+class RunDir:
+    """One run directory, for writing during a run and reading afterwards."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self._lock = threading.Lock()
+
+    # -- writing -----------------------------------------------------------------------------
+    @classmethod
+    def create(cls, path: Path) -> RunDir:
+        """Make a new, empty run directory (mode 0755, files 0644: readable, not world-writable)."""
+        if path.exists() and any(path.iterdir()):
+            raise UsageError(f"run directory {path} already exists and is not empty")
+        try:
+            path.mkdir(parents=True, exist_ok=True, mode=0o755)
+            for sub in ("raw", "telemetry"):
+                (path / sub).mkdir(exist_ok=True, mode=0o755)
+        except OSError as exc:
+            raise BenchError(f"cannot create run directory {path}: {exc.strerror}") from exc
+        return cls(path)
+
+    def write_run_info(self, info: dict[str, Any]) -> None:
+        info = {"schema_version": SCHEMA_VERSION, **info}
+        with self._lock:
+            _atomic_write(self.path / "run.json", json.dumps(info, indent=2, default=str) + "\n")
+
+    def append_samples(self, records: Iterable[Record]) -> int:
+        lines = [json.dumps(r, default=str, separators=(",", ":")) + "\n" for r in records]
+        self._append("samples.jsonl", lines)
+        return len(lines)
+
+    def append_step(self, entry: dict[str, Any]) -> None:
+        self._append("steps.jsonl", [json.dumps(entry, default=str, separators=(",", ":")) + "\n"])
+
+    def _append(self, name: str, lines: list[str]) -> None:
+        if not lines:
+            return
+        with self._lock, open(self.path / name, "a", encoding="utf-8") as fh:
+            fh.write("".join(lines))
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def write_raw(self, step_id: str, result: CommandResult) -> None:
+        """Keep one command's line, environment, output and exit code."""
+        folder = self.path / "raw" / safe_name(step_id)
+        folder.mkdir(parents=True, exist_ok=True)
+        name = safe_name(result.command.name)
+        meta = {
+            "host": result.command.host.name, "role": result.command.role,
+            "argv": list(result.command.argv), "env": dict(result.command.env),
+            "rc": result.rc, "started": result.started, "ended": result.ended,
+            "timed_out": result.timed_out, "stopped": result.stopped, "error": result.error,
+        }
+        _atomic_write(folder / f"{name}.stdout", result.stdout)
+        _atomic_write(folder / f"{name}.stderr", result.stderr)
+        _atomic_write(folder / f"{name}.json", json.dumps(meta, indent=2) + "\n")
+
+    def write_json(self, relpath: str, data: Any) -> Path:
+        """Write a JSON file under the run directory (telemetry, verdicts ...)."""
+        target = self.path / relpath
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _atomic_write(target, json.dumps(data, indent=2, default=str) + "\n")
+        return target
+
+    # -- reading -----------------------------------------------------------------------------
+    def exists(self) -> bool:
+        return (self.path / "run.json").is_file()
+
+    def run_info(self) -> dict[str, Any]:
+        try:
+            data: dict[str, Any] = json.loads((self.path / "run.json").read_text(encoding="utf-8"))
+        except FileNotFoundError as exc:
+            raise UsageError(f"{self.path} is not a run directory (no run.json)") from exc
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"{self.path / 'run.json'}:{exc.lineno}: not valid JSON") from exc
+        version = data.get("schema_version", 0)
+        if version > SCHEMA_VERSION:
+            raise UsageError(f"{self.path}: schema_version {version} is newer than this bench "
+                             f"understands ({SCHEMA_VERSION}); upgrade benchharness")
+        return data
+
+    def samples(self) -> list[Record]:
+        return list(_read_jsonl(self.path / "samples.jsonl"))
+
+    def steps(self) -> list[dict[str, Any]]:
+        return list(_read_jsonl(self.path / "steps.jsonl"))
+
+    def read_json(self, relpath: str, default: Any = None) -> Any:
+        target = self.path / relpath
+        if not target.exists():
+            return default
+        return json.loads(target.read_text(encoding="utf-8"))
+
+    def raw_files(self) -> list[Path]:
+        return sorted((self.path / "raw").rglob("*.json"))
+
+
+def find_run(ref: str, root: Path | None = None) -> RunDir:
+    """A run by path, by id under the results root, or ``latest``."""
+    root = root or results_root()
+    candidates = [Path(ref), root / ref]
+    if ref == "latest":
+        runs = list_runs(root)
+        if not runs:
+            raise UsageError(f"no runs under {root}")
+        return runs[-1]
+    for cand in candidates:
+        if (cand / "run.json").is_file():
+            return RunDir(cand)
+    matches = [r for r in list_runs(root) if r.path.name.startswith(ref)] if ref else []
+    if len(matches) == 1:
+        return matches[0]
+    if len(matches) > 1:
+        names = ", ".join(m.path.name for m in matches[:5])
+        raise UsageError(f"run {ref!r} is ambiguous under {root}: {names}")
+    raise UsageError(f"no run {ref!r} (looked for a path and under {root}); `bench list` shows runs")
+
+
+def list_runs(root: Path | None = None) -> list[RunDir]:
+    """Run directories under the results root, oldest first."""
+    root = root or results_root()
+    if not root.is_dir():
+        return []
+    return sorted((RunDir(p.parent) for p in root.glob("*/run.json")), key=lambda r: r.path.name)

@@ -1,0 +1,224 @@
+"""SSH transport (fabric over paramiko): one connection per host, reused by every step.
+
+Host keys are verified against known_hosts by default (the inventory's ``UserKnownHostsFile``,
+else the user's own); an unknown or changed key is refused, never silently accepted.
+"""
+
+from __future__ import annotations
+
+import getpass
+import socket
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from benchharness.errors import TransportError
+from benchharness.model import Host
+from benchharness.transport.base import OutputBuffer, Process, Transport, wrap_command
+
+if TYPE_CHECKING:
+    import paramiko
+    from fabric import Connection
+
+CONNECT_TIMEOUT_S = 10.0
+
+
+def _split_jump(spec: str, default_user: str | None) -> tuple[str | None, str, int]:
+    user = default_user
+    if "@" in spec:
+        user, spec = spec.rsplit("@", 1)
+    port = 22
+    if spec.startswith("[") and "]" in spec:
+        host, _, rest = spec[1:].partition("]")
+        if rest.startswith(":"):
+            port = int(rest[1:])
+    elif spec.count(":") == 1:
+        host, port_text = spec.split(":")
+        port = int(port_text)
+    else:
+        host = spec
+    return user, host, port
+
+
+def describe_ssh_error(exc: BaseException, host: Host) -> str:
+    """One line that says what went wrong connecting to ``host`` and what to do."""
+    import paramiko
+
+    where = f"{host.user + '@' if host.user else ''}{host.address}:{host.port}"
+    if isinstance(exc, paramiko.BadHostKeyException):
+        return (f"host key of {where} has CHANGED (got {exc.key.get_name()}); if the host was "
+                f"reinstalled, remove its old key from {host.known_hosts or '~/.ssh/known_hosts'}")
+    if isinstance(exc, paramiko.AuthenticationException):
+        key = f" with key {host.key_file}" if host.key_file else ""
+        return f"authentication failed for {where}{key}: {exc}"
+    if isinstance(exc, paramiko.SSHException) and "not found in known_hosts" in str(exc):
+        return (f"host key of {where} is not in {host.known_hosts or '~/.ssh/known_hosts'}; "
+                f"verify it and add it (ssh-keyscan) before benchmarking")
+    if isinstance(exc, socket.timeout | TimeoutError):
+        return f"unreachable: connecting to {where} timed out"
+    if isinstance(exc, paramiko.ssh_exception.NoValidConnectionsError):
+        return f"unreachable: {where} refused the connection or has no route"
+    if isinstance(exc, OSError):
+        return f"unreachable: {where}: {exc.strerror or exc}"
+    return f"ssh to {where} failed: {exc}"
+
+
+class SSHProcess(Process):
+    """A remote process group on one paramiko channel."""
+
+    def __init__(self, transport: SSHTransport, channel: paramiko.Channel) -> None:
+        super().__init__()
+        self._transport = transport
+        self._chan = channel
+        self._readers = [self._pump(channel.recv, self.out), self._pump(channel.recv_stderr, self.err)]
+
+    @staticmethod
+    def _pump(read: Callable[[int], bytes], buf: OutputBuffer) -> threading.Thread:
+        def pump() -> None:
+            try:
+                for chunk in iter(lambda: read(65536), b""):
+                    buf.append(chunk.decode("utf-8", "replace"))
+            except (OSError, EOFError):
+                pass
+            buf.close()
+        thread = threading.Thread(target=pump, daemon=True)
+        thread.start()
+        return thread
+
+    def poll(self) -> int | None:
+        if self._chan.exit_status_ready():
+            return self._chan.recv_exit_status()
+        if self._chan.closed:
+            return -1
+        return None
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        if not self._chan.status_event.wait(timeout):
+            if self._chan.closed:
+                return -1
+            return None
+        for reader in self._readers:
+            reader.join(2.0)
+        return self._chan.recv_exit_status()
+
+    def stop(self, grace_s: float = 2.0) -> None:
+        pgid = self.pgid(timeout=0.5)
+        if pgid is not None and pgid > 1:
+            self._transport.kill_group(pgid, grace_s)
+        self._chan.close()
+        for reader in self._readers:
+            reader.join(2.0)
+
+
+class SSHTransport(Transport):
+    """Runs commands on a host over SSH; connects lazily and reconnects once if the link drops."""
+
+    def __init__(self, host: Host, connect_timeout: float = CONNECT_TIMEOUT_S) -> None:
+        super().__init__(host)
+        self.connect_timeout = connect_timeout
+        self._conn: Connection | None = None
+        self._lock = threading.Lock()
+
+    def _make_connection(self, host: str, port: int, user: str | None, gateway: Any) -> Connection:
+        import paramiko
+        from fabric import Connection
+
+        connect_kwargs: dict[str, Any] = {"banner_timeout": self.connect_timeout,
+                                          "auth_timeout": self.connect_timeout}
+        if self.host.key_file:
+            connect_kwargs["key_filename"] = [self.host.key_file]
+            connect_kwargs["look_for_keys"] = False
+        conn = Connection(host, user=user or getpass.getuser(), port=port, gateway=gateway,
+                          connect_timeout=self.connect_timeout, connect_kwargs=connect_kwargs)
+        client: paramiko.SSHClient = conn.client
+        # fabric accepts unknown keys by default; benchmarks must not.
+        if self.host.strict_host_keys:
+            client.set_missing_host_key_policy(paramiko.RejectPolicy())
+        else:
+            client.set_missing_host_key_policy(paramiko.WarningPolicy())
+        if self.host.known_hosts:
+            client._system_host_keys = paramiko.HostKeys()  # only the inventory's file counts
+            try:
+                client.load_host_keys(self.host.known_hosts)
+            except OSError as exc:
+                raise TransportError(self.host.name, f"cannot read known_hosts {self.host.known_hosts}: "
+                                                     f"{exc.strerror}") from exc
+        return conn
+
+    def connection(self) -> Connection:
+        """The open connection to this host, made on first use."""
+        with self._lock:
+            if self._conn is not None and self._conn.is_connected:
+                return self._conn
+            gateway = None
+            if self.host.proxy_jump:
+                for hop in self.host.proxy_jump.split(","):
+                    user, jhost, jport = _split_jump(hop.strip(), self.host.user)
+                    gateway = self._make_connection(jhost, jport, user, gateway)
+            conn = self._make_connection(self.host.address, self.host.port, self.host.user, gateway)
+            try:
+                conn.open()
+            except Exception as exc:
+                raise TransportError(self.host.name, describe_ssh_error(exc, self.host)) from exc
+            transport = conn.client.get_transport()
+            if transport is not None:
+                transport.set_keepalive(15)
+            self._conn = conn
+            return conn
+
+    def _channel(self) -> paramiko.Channel:
+        for attempt in (1, 2):
+            conn = self.connection()
+            transport = conn.client.get_transport()
+            try:
+                if transport is None:
+                    raise OSError("no transport")
+                return transport.open_session(timeout=self.connect_timeout)
+            except Exception as exc:
+                with self._lock:
+                    self._conn = None
+                if attempt == 2:
+                    raise TransportError(self.host.name, f"cannot open an SSH session: {exc}") from exc
+        raise AssertionError("unreachable")
+
+    def start(self, argv: Sequence[str], env: Mapping[str, str] | None = None,
+              limit_s: float | None = None) -> Process:
+        if not argv:
+            raise TransportError(self.host.name, "empty command line")
+        chan = self._channel()
+        chan.exec_command(wrap_command(argv, env, limit_s))
+        return SSHProcess(self, chan)
+
+    def kill_group(self, pgid: int, grace_s: float = 2.0) -> None:
+        """SIGTERM a remote process group, then SIGKILL whatever is left after ``grace_s``."""
+        steps = max(1, int(grace_s / 0.1))
+        script = (f"kill -TERM -- -{pgid} 2>/dev/null || exit 0; i=0; "
+                  f"while kill -0 -- -{pgid} 2>/dev/null && [ $i -lt {steps} ]; do sleep 0.1; i=$((i+1)); done; "
+                  f"kill -KILL -- -{pgid} 2>/dev/null; exit 0")
+        try:
+            chan = self._channel()
+            chan.exec_command(script)
+            chan.status_event.wait(grace_s + 10)
+            chan.close()
+        except (TransportError, OSError):
+            pass
+
+    def put(self, local_path: str, remote_path: str) -> None:
+        try:
+            self.connection().put(local_path, remote_path)
+        except OSError as exc:
+            raise TransportError(self.host.name, f"cannot copy {local_path} to {remote_path}: {exc}") from exc
+
+    def get(self, remote_path: str, local_path: str) -> None:
+        try:
+            self.connection().get(remote_path, local_path)
+        except OSError as exc:
+            raise TransportError(self.host.name, f"cannot copy {remote_path} from the host: {exc}") from exc
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                try:
+                    self._conn.close()
+                finally:
+                    self._conn = None

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Set up benchharness on a Debian machine, as root: system packages, a virtual environment in
+# .venv, and the package with its dependencies. Safe to run again: it only does what is missing.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+packages=(
+  python3 python3-venv python3-dev gcc iproute2 procps util-linux openssh-server openssh-client
+  iperf3 perftest ucx-utils openmpi-bin libopenmpi-dev numactl pciutils ethtool
+  rdma-core ibverbs-utils chromium chromium-driver
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  if [ "$(id -u)" != 0 ]; then
+    echo "setup.sh: run as root to install: ${missing[*]}" >&2
+    exit 2
+  fi
+  echo "setup.sh: installing ${missing[*]}" >&2
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if [ ! -x .venv/bin/bench ] || [ pyproject.toml -nt .venv/.installed ]; then
+  echo "setup.sh: creating .venv and installing benchharness" >&2
+  python3 -m venv .venv
+  .venv/bin/python -m pip install -q --upgrade pip >/dev/null
+  .venv/bin/python -m pip install -q -e '.[dev]'
+  touch .venv/.installed
+fi
