@@ -59,7 +59,7 @@ def cmd_plan(ns: argparse.Namespace) -> int:
     from benchharness.suites import load_suite
 
     kv = parse_kv(ns.args)
-    suite = load_suite(kv.pop("suite", None) or "quick", {k: v for k, v in kv.items() if k != "hosts"})
+    suite = load_suite(kv.pop("suite", "") or "quick", {k: v for k, v in kv.items() if k != "hosts"})
     inventory = load_inventory(kv["hosts"]) if kv.get("hosts") else local_inventory()
     print(describe_plan(build_plan(suite, inventory.hosts, inventory=inventory)))
     return 0
@@ -126,7 +126,11 @@ def cmd_parse(ns: argparse.Namespace) -> int:
 
     parser = get_parser(ns.tool)
     try:
-        text = sys.stdin.read() if ns.file == "-" else open(ns.file, encoding="utf-8", errors="replace").read()
+        if ns.file == "-":
+            text = sys.stdin.read()
+        else:
+            with open(ns.file, encoding="utf-8", errors="replace") as fh:
+                text = fh.read()
     except OSError as exc:
         raise UsageError(f"cannot read {ns.file}: {exc.strerror}") from exc
     try:

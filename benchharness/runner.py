@@ -14,14 +14,16 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from benchharness.errors import ToolFailure, TransportError
 from benchharness.model import Command, CommandResult, Host, Record, Step
-from benchharness.plan import Plan
 from benchharness.store import RunDir
 from benchharness.tools import get_tool
 from benchharness.transport import Process, Transport, transport_for
+
+if TYPE_CHECKING:
+    from benchharness.plan import Plan
 
 READY_TIMEOUT_S = 30.0
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import IO
 
 from benchharness.errors import TransportError
-from benchharness.transport.base import Process, Transport
+from benchharness.transport.base import OutputBuffer, Process, Transport
 
 
 class LocalProcess(Process):
@@ -21,15 +21,16 @@ class LocalProcess(Process):
     def __init__(self, argv: Sequence[str], env: Mapping[str, str] | None,
                  limit_s: float | None) -> None:
         super().__init__()
+        self._popen: subprocess.Popen[bytes] | None
         full_env = dict(os.environ)
         full_env.update(env or {})
+        self._popen = None
         try:
             self._popen = subprocess.Popen(
                 list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                 env=full_env, start_new_session=True)
         except FileNotFoundError:
             # Same shape as a remote shell's "command not found" so adapters classify it alike.
-            self._popen = None
             self._rc: int | None = 127
             self.err.append(f"{argv[0]}: command not found\n")
             self.out.close()
@@ -40,10 +41,11 @@ class LocalProcess(Process):
         self._deadline = time.monotonic() + limit_s if limit_s else None
 
     @staticmethod
-    def _reader(stream: IO[bytes] | None, buf) -> threading.Thread:  # type: ignore[no-untyped-def]
+    def _reader(stream: IO[bytes] | None, buf: OutputBuffer) -> threading.Thread:
         def pump() -> None:
             assert stream is not None
-            for chunk in iter(lambda: stream.read1(65536), b""):
+            read = getattr(stream, "read1", stream.read)
+            for chunk in iter(lambda: read(65536), b""):
                 buf.append(chunk.decode("utf-8", "replace"))
             buf.close()
         thread = threading.Thread(target=pump, daemon=True)

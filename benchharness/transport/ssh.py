@@ -137,7 +137,7 @@ class SSHTransport(Transport):
         else:
             client.set_missing_host_key_policy(paramiko.WarningPolicy())
         if self.host.known_hosts:
-            client._system_host_keys = paramiko.HostKeys()  # only the inventory's file counts
+            client._system_host_keys = paramiko.HostKeys()  # type: ignore[attr-defined]  # only the inventory's file counts
             try:
                 client.load_host_keys(self.host.known_hosts)
             except OSError as exc:
