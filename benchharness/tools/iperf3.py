@@ -1,0 +1,260 @@
+"""iperf3 adapter: TCP/UDP throughput between hosts (pairs, incast, one-to-many, all-to-all).
+
+Servers are one-off (``-1``) and bound to the receiver's traffic address; clients print JSON
+(``-J``), which ``iperf3_parse`` turns into records. Written for iperf3 3.12 (Debian 12).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from benchharness.errors import ToolFailure
+from benchharness.model import Command, CommandResult, Host, Record, Step
+from benchharness.tools import iperf3_parse
+from benchharness.units import parse_duration, parse_rate, parse_size
+
+SERVER_READY = r"Server listening on \d+"
+UDP_DEFAULT_BITRATE = "1G"
+#: Seconds allowed beyond duration + omit for connection setup and the results exchange.
+TIMEOUT_MARGIN_S = 30.0
+_PAIR_PATTERNS = ("pairs", "all-pairs", "ring", "self")
+_MAX_UDP_PAYLOAD = 65507
+
+
+def _is_bool(value: Any) -> bool:
+    """YAML booleans are ints in Python; numeric parameters must refuse them."""
+    return isinstance(value, bool)
+
+
+class Iperf3Adapter:
+    """The ``iperf3`` tool adapter (see ``benchharness.tools.base.ToolAdapter``)."""
+
+    name = "iperf3"
+    description = "iperf3 TCP/UDP throughput, loss and jitter between hosts"
+    params: Mapping[str, Any] = {
+        "protocol": "tcp", "duration": 5, "omit": 0, "streams": 1, "length": None,
+        "bitrate": None, "bidir": False, "reverse": False, "window": None, "zerocopy": False,
+        "interval": 1, "connect_timeout": None, "extra_args": [],
+    }
+    patterns: Sequence[str] = (*_PAIR_PATTERNS, "one-to-many", "incast", "all-to-all")
+
+    # ------------------------------------------------------------------ parameters
+
+    def check_params(self, params: Mapping[str, Any]) -> None:
+        """Raise ValueError naming the parameter and its bad value."""
+        unknown = sorted(set(params) - set(self.params))
+        if unknown:
+            given = ", ".join(f"{k}={params[k]!r}" for k in unknown)
+            raise ValueError(f"iperf3: unknown parameter(s) {given}; "
+                             f"known: {', '.join(sorted(self.params))}")
+        p = {**self.params, **params}
+
+        def bad(name: str, why: str) -> ValueError:
+            return ValueError(f"iperf3 parameter {name}={p[name]!r}: {why}")
+
+        if p["protocol"] not in ("tcp", "udp"):
+            raise bad("protocol", "must be 'tcp' or 'udp'")
+        for name, low in (("duration", 1), ("omit", 0)):
+            try:
+                seconds = parse_duration(p[name])
+            except ValueError as exc:
+                raise bad(name, str(exc)) from None
+            if seconds != int(seconds) or seconds < low:
+                raise bad(name, f"must be whole seconds >= {low} (iperf3 takes whole seconds)")
+        streams = p["streams"]
+        if _is_bool(streams) or not isinstance(streams, int) or streams < 1:
+            raise bad("streams", "must be a whole number >= 1")
+        if p["streams"] > 128:
+            raise bad("streams", "iperf3 allows at most 128 parallel streams")
+        for name in ("length", "window"):
+            if p[name] is not None:
+                try:
+                    size = parse_size(p[name])
+                except ValueError as exc:
+                    raise bad(name, str(exc)) from None
+                if size <= 0:
+                    raise bad(name, "must be > 0")
+                if name == "length" and p["protocol"] == "udp" and size > _MAX_UDP_PAYLOAD:
+                    raise bad(name, f"a UDP datagram carries at most {_MAX_UDP_PAYLOAD} bytes")
+        if p["bitrate"] is not None:
+            try:
+                _bitrate_arg(p["bitrate"])
+            except ValueError as exc:
+                raise bad("bitrate", str(exc)) from None
+        for name in ("bidir", "reverse", "zerocopy"):
+            if not _is_bool(p[name]):
+                raise bad(name, "must be true or false")
+        if p["bidir"] and p["reverse"]:
+            raise bad("reverse", "iperf3 cannot combine reverse with bidir")
+        try:
+            interval = parse_duration(p["interval"])
+        except ValueError as exc:
+            raise bad("interval", str(exc)) from None
+        if not (interval == 0 or 0.1 <= interval <= 60):
+            raise bad("interval", "must be 0 (no interval reports) or between 0.1 and 60 seconds")
+        timeout = p["connect_timeout"]
+        if timeout is not None and (_is_bool(timeout) or not isinstance(timeout, int) or timeout <= 0):
+            raise bad("connect_timeout", "must be a whole number of milliseconds > 0")
+        extra = p["extra_args"]
+        if not isinstance(extra, list | tuple) or not all(isinstance(a, str) for a in extra):
+            raise bad("extra_args", "must be a list of strings")
+
+    # ------------------------------------------------------------------ commands
+
+    def commands(self, step: Step) -> list[Command]:
+        """Servers (background, one per flow) first, then the clients."""
+        p = self._resolved(step.params)
+        flows = _flows(step)
+        servers = [self._server(dst, port, p) for _, dst, port, _ in flows]
+        clients = [self._client(src, dst, port, p, label) for src, dst, port, label in flows]
+        return servers + clients
+
+    def _resolved(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        self.check_params(params)
+        p = {**self.params, **params}
+        if p["protocol"] == "udp" and p["bitrate"] is None:
+            p["bitrate"] = UDP_DEFAULT_BITRATE
+        for name in ("duration", "omit", "interval"):  # "5s", "500ms" as suites write them
+            p[name] = parse_duration(p[name])
+        return p
+
+    def _server(self, host: Host, port: int, p: Mapping[str, Any]) -> Command:
+        argv = ["iperf3", "-s", "-p", str(port), "-1", "-B", host.traffic_ip, "--forceflush"]
+        return Command(host=host, role="server", argv=tuple(argv), background=True,
+                       ready_pattern=SERVER_READY, timeout_s=_client_timeout(p) + TIMEOUT_MARGIN_S,
+                       label=f"server-{host.name}-{port}")
+
+    def _client(self, src: Host, dst: Host, port: int, p: Mapping[str, Any], label: str) -> Command:
+        argv = ["iperf3", "-c", dst.traffic_ip, "-p", str(port), "-J",
+                "-t", str(int(p["duration"])), "-i", _num(p["interval"])]
+        if src.data_ip and src.data_ip != dst.traffic_ip:
+            argv += ["-B", src.data_ip]  # leave through the data NIC, not the management one
+        if p["protocol"] == "udp":
+            argv.append("-u")
+        if p["omit"]:
+            argv += ["-O", str(int(p["omit"]))]
+        if p["streams"] != 1:
+            argv += ["-P", str(int(p["streams"]))]
+        if p["length"] is not None:
+            argv += ["-l", str(parse_size(p["length"]))]
+        if p["bitrate"] is not None:
+            argv += ["-b", _bitrate_arg(p["bitrate"])]
+        if p["window"] is not None:
+            argv += ["-w", str(parse_size(p["window"]))]
+        if p["bidir"]:
+            argv.append("--bidir")
+        if p["reverse"]:
+            argv.append("-R")
+        if p["zerocopy"]:
+            argv.append("-Z")
+        if p["connect_timeout"] is not None:
+            argv += ["--connect-timeout", str(p["connect_timeout"])]
+        argv += list(p["extra_args"])
+        return Command(host=src, role="client", argv=tuple(argv), background=False,
+                       timeout_s=_client_timeout(p), label=label)
+
+    # ------------------------------------------------------------------ parsing
+
+    def parse_step(self, step: Step, results: Sequence[CommandResult]) -> list[Record]:
+        """Records of every client of the step, labelled with the step and the two hosts."""
+        by_label = {r.command.name: r for r in results}
+        out: list[Record] = []
+        for src, dst, port, label in _flows(step):
+            server_label = f"server-{dst.name}-{port}"
+            result = by_label.get(label)
+            if result is None:
+                raise ToolFailure("missing_result", f"step {step.id}: no result for {label}")
+            try:
+                records = parse_client_result(result)
+            except ToolFailure as exc:
+                where = f"step {step.id}, {label}: {exc.message}"
+                raise ToolFailure(exc.kind, where + _server_note(by_label.get(server_label))) from exc
+            labels = {**step.sample_labels(), "server": dst.name, "client": src.name}
+            out.extend({**labels, **rec} for rec in records)
+        return out
+
+    def parse_text(self, text: str) -> list[Record]:
+        """Records of one saved client ``-J`` output (``bench parse iperf3 FILE``)."""
+        return iperf3_parse.parse_output(text)
+
+
+def parse_client_result(result: CommandResult) -> list[Record]:
+    """Records from one client's CommandResult; ToolFailure when it produced nothing usable."""
+    if not result.stdout.strip():
+        stderr = result.stderr.strip()
+        if result.rc == 127 or "not found" in stderr.lower():
+            raise ToolFailure("tool_missing", f"iperf3 is not installed or not on PATH: {stderr or 'rc 127'}")
+        if result.timed_out:
+            note = f"; stderr: {stderr}" if stderr else ""
+            raise ToolFailure("timeout", f"iperf3 client printed nothing before its timeout{note}")
+        if result.error:
+            raise ToolFailure("tool_error", f"iperf3 client could not run: {result.error}")
+        why = f"rc {result.rc}" + (f", stderr: {stderr}" if stderr else "")
+        kind = "crashed" if result.rc not in (0, None) else "no_output"
+        raise ToolFailure(kind, f"iperf3 client printed no output ({why})")
+    return iperf3_parse.parse_output(result.stdout)
+
+
+def _server_note(server: CommandResult | None) -> str:
+    """What the matching server did, when that helps explain a client failure."""
+    if server is None:
+        return "; no result was recorded for its server"
+    if server.ok and not server.stderr.strip():
+        return ""
+    said = (server.stderr.strip() or server.stdout.strip()).splitlines()[-1:] or [""]
+    state = "timed out" if server.timed_out else server.error or f"rc {server.rc}"
+    return f"; server {server.command.name} ({state}): {said[0][:300]}"
+
+
+def _flows(step: Step) -> list[tuple[Host, Host, int, str]]:
+    """(client host, server host, port, client label) for every flow of the step."""
+    hosts, port = step.hosts, step.port
+    pattern = step.pattern
+    if pattern in _PAIR_PATTERNS:
+        if pattern == "self" and len(hosts) == 1:
+            hosts = (hosts[0], hosts[0])
+        if len(hosts) != 2:
+            raise ValueError(f"step {step.id}: pattern {pattern} needs (server, client), "
+                             f"got {len(hosts)} hosts")
+        server, client = hosts
+        return [(client, server, port, f"client-{client.name}-{port}")]
+    if len(hosts) < 2:
+        raise ValueError(f"step {step.id}: pattern {pattern} needs at least 2 hosts, got {len(hosts)}")
+    if pattern == "incast":
+        receiver, *senders = hosts
+        return [(s, receiver, port + i, f"client-{s.name}-{port + i}") for i, s in enumerate(senders)]
+    if pattern == "one-to-many":
+        sender, *receivers = hosts
+        return [(sender, r, port, f"client-{sender.name}-to-{r.name}-{port}") for r in receivers]
+    if pattern == "all-to-all":
+        # Receiver j runs one server per sender i, on port + i.
+        return [(src, dst, port + i, f"client-{src.name}-to-{dst.name}-{port + i}")
+                for i, src in enumerate(hosts) for dst in hosts if dst is not src]
+    raise ValueError(f"step {step.id}: iperf3 does not support pattern {pattern!r}")
+
+
+def _bitrate_arg(value: Any) -> str:
+    """iperf3's ``-b`` argument in plain bits/s (``100M/64`` -> ``100000000/64``)."""
+    if _is_bool(value):
+        raise ValueError("not a rate")
+    text = str(value)
+    rate_text, _, burst = text.partition("/")
+    rate = parse_rate(rate_text if isinstance(value, str) else value)
+    if rate < 0 or rate != int(rate):
+        raise ValueError("rate must be a whole, non-negative number of bits/s")
+    if burst and (not burst.isdigit() or int(burst) <= 0):
+        raise ValueError(f"burst {burst!r} must be a whole number of packets > 0")
+    return f"{int(rate)}/{int(burst)}" if burst else str(int(rate))
+
+
+def _client_timeout(p: Mapping[str, Any]) -> float:
+    extra = (p["connect_timeout"] or 0) / 1000.0
+    return float(p["duration"]) + float(p["omit"]) + TIMEOUT_MARGIN_S + extra
+
+
+def _num(value: float) -> str:
+    return str(int(value)) if value == int(value) else str(value)
+
+
+ADAPTER = Iperf3Adapter()
