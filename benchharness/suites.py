@@ -1,0 +1,488 @@
+"""Suite files: find them, read them with line numbers, validate them, expand their sweeps.
+
+A suite is YAML (see ``suites/quick.yaml``)::
+
+    description: one line, shown by `bench suites`
+    settings: {duration: 2, repeat: 1, base_port: 5201, timeout: 120}
+    tests:
+      - name: tcp-length
+        tool: iperf3
+        pattern: all-pairs      # see PATTERNS
+        params: {length: [128K, 1M], streams: [1, 4]}   # list values are swept
+
+Settings that name a parameter of a test's tool (``duration``) flow into that test's params
+unless the test sets them. Every error names the file, the line and the key.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NoReturn
+
+import yaml
+
+from benchharness import tools
+from benchharness.errors import ConfigError, UsageError
+from benchharness.tools.base import ToolAdapter
+from benchharness.units import format_size, parse_duration, size_range
+
+PATTERNS = ("pairs", "all-pairs", "ring", "one-to-many", "incast", "all-to-all", "scaling", "group",
+            "self")
+SWEEPS = ("matrix", "zip")
+#: Parameters whose values are byte sizes: a range string ("8..8G x2") in one is swept.
+SIZE_PARAMS = ("length", "size", "sizes")
+SETTING_DEFAULTS: dict[str, Any] = {"repeat": 1, "base_port": 5201, "timeout": 120.0}
+#: Settings of the planner itself; any other setting must be a parameter of some test's tool.
+CORE_SETTINGS = tuple(SETTING_DEFAULTS)
+#: Settings that belong to the planner and never flow into tool parameters.
+_PLANNER_SETTINGS = {"repeat", "base_port"}
+TOP_KEYS = ("description", "settings", "tests")
+TEST_KEYS = ("name", "tool", "hosts", "pattern", "pairs", "sweep", "repeat", "params")
+#: "Line" of a value that came from the command line rather than the file.
+CMDLINE = -1
+
+
+@dataclass(frozen=True)
+class TestSpec:
+    """One validated test of a suite; ``params`` may hold lists (swept) and range strings."""
+
+    __test__ = False  # not a pytest test class
+
+    name: str
+    tool: str
+    hosts: str = "all"
+    pattern: str = "pairs"
+    sweep: str = "matrix"
+    repeat: int = 1
+    params: dict[str, Any] = field(default_factory=dict)
+    line: int = 0
+    pairs: tuple[tuple[str, str], ...] | None = None
+    #: Line of each test key and of each ``params.KEY`` (CMDLINE for command-line overrides).
+    lines: Mapping[str, int] = field(default_factory=dict, compare=False)
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A validated suite file with its overrides applied."""
+
+    name: str
+    path: Path
+    description: str
+    settings: dict[str, Any]
+    tests: list[TestSpec]
+    setting_lines: Mapping[str, int] = field(default_factory=dict, compare=False)
+
+
+# ---------------------------------------------------------------- finding suites
+
+def suite_dirs() -> list[Path]:
+    """Where suites are looked up: the repository's ``suites/``, then ``BENCH_SUITE_PATH`` dirs."""
+    dirs = [Path(__file__).resolve().parent.parent / "suites"]
+    extra = os.environ.get("BENCH_SUITE_PATH", "")
+    dirs += [Path(p).expanduser() for p in extra.split(os.pathsep) if p]
+    return dirs
+
+
+def _suite_files() -> Iterator[tuple[str, Path]]:
+    seen: set[str] = set()
+    for directory in suite_dirs():
+        if not directory.is_dir():
+            continue
+        for path in sorted(directory.iterdir()):
+            if path.suffix in (".yaml", ".yml") and path.is_file() and path.stem not in seen:
+                seen.add(path.stem)
+                yield path.stem, path
+
+
+def find_suite(name_or_path: str) -> Path:
+    """The file of a suite given by name (``quick``) or path; UsageError listing known suites."""
+    given = Path(name_or_path).expanduser()
+    if given.is_file():
+        return given
+    if os.sep in name_or_path:
+        raise UsageError(f"suite file {name_or_path} does not exist")
+    stem = given.stem if given.suffix in (".yaml", ".yml") else name_or_path
+    known = dict(_suite_files())
+    if stem in known:
+        return known[stem]
+    raise UsageError(f"unknown suite {name_or_path!r}; known suites: {', '.join(sorted(known)) or 'none'}")
+
+
+def list_suites() -> list[tuple[str, str]]:
+    """(name, description) of every suite found, sorted by name."""
+    out = []
+    for name, path in _suite_files():
+        try:
+            doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+            desc = doc.get("description", "") if isinstance(doc, dict) else ""
+            desc = str(desc).strip().splitlines()[0] if desc else ""
+        except (OSError, yaml.YAMLError) as exc:
+            desc = f"(unreadable: {str(exc).splitlines()[0]})"
+        out.append((name, desc))
+    return sorted(out)
+
+
+# ---------------------------------------------------------------- YAML with lines
+
+class _Map(dict[Any, Any]):
+    """A mapping read from the file; ``line`` is where it starts, ``key_lines`` where each key is."""
+
+    line: int
+    key_lines: dict[Any, int]
+
+
+class _Seq(list[Any]):
+    line: int
+    item_lines: list[int]
+
+
+class _LineLoader(yaml.SafeLoader):
+    """SafeLoader whose mappings and sequences remember their lines (1-based)."""
+
+
+def _construct_map(loader: _LineLoader, node: yaml.MappingNode) -> Iterator[_Map]:
+    data = _Map()
+    data.line, data.key_lines = node.start_mark.line + 1, {}
+    yield data
+    loader.flatten_mapping(node)
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            duplicate = key in data
+        except TypeError:
+            raise yaml.constructor.ConstructorError(
+                None, None, "a key must be a plain value", key_node.start_mark) from None
+        if duplicate:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r}", key_node.start_mark)
+        data[key] = loader.construct_object(value_node, deep=True)
+        data.key_lines[key] = key_node.start_mark.line + 1
+
+
+def _construct_seq(loader: _LineLoader, node: yaml.SequenceNode) -> Iterator[_Seq]:
+    data = _Seq()
+    data.line, data.item_lines = node.start_mark.line + 1, [n.start_mark.line + 1 for n in node.value]
+    yield data
+    data.extend(loader.construct_object(n, deep=True) for n in node.value)
+
+
+_LineLoader.add_constructor("tag:yaml.org,2002:map", _construct_map)
+_LineLoader.add_constructor("tag:yaml.org,2002:seq", _construct_seq)
+
+
+def _read(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read suite: {exc.strerror}", str(path)) from exc
+    try:
+        return yaml.load(text, Loader=_LineLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        msg = exc.problem or exc.context or "unreadable"
+        if exc.context and exc.problem and exc.context_mark:
+            msg += f" ({exc.context} that starts at line {exc.context_mark.line + 1})"
+        raise ConfigError(f"YAML syntax error: {msg}", str(path), mark.line + 1 if mark else None) from exc
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"YAML error: {exc}", str(path)) from exc
+
+
+# ---------------------------------------------------------------- validation helpers
+
+def _is_scalar(value: Any) -> bool:
+    return isinstance(value, str | int | float | bool)
+
+
+def _type_name(value: Any) -> str:
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return "empty" if value is None else repr(value)
+
+
+def _swept(name: str, value: Any) -> list[Any] | None:
+    """The values a parameter takes across cases, or None when it is the same in every case."""
+    if isinstance(value, list):
+        return list(value)
+    if name in SIZE_PARAMS and isinstance(value, str) and ".." in value:
+        return [format_size(n) for n in size_range(value)]
+    return None
+
+
+def expand_cases(test: TestSpec) -> list[dict[str, Any]]:
+    """One dict of scalar parameters per case: the cross product (matrix) or zip of swept ones.
+
+    In a matrix the first swept parameter varies slowest. Scalars appear in every case.
+    """
+    axes = {k: v for k, v in ((k, _swept(k, v)) for k, v in test.params.items()) if v is not None}
+    names = list(axes)
+    if not names:
+        combos: list[tuple[Any, ...]] = [()]
+    elif test.sweep == "zip":
+        combos = list(zip(*axes.values(), strict=True))
+    else:
+        combos = list(itertools.product(*axes.values()))
+    return [{k: (dict(zip(names, combo, strict=True))[k] if k in axes else v)
+             for k, v in test.params.items()} for combo in combos]
+
+
+class _Checker:
+    """Validation of one file; ``fail`` raises with the file and line."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def fail(self, msg: str, line: int | None) -> NoReturn:
+        if line == CMDLINE:
+            raise UsageError(f"{msg} (set on the command line)")
+        raise ConfigError(msg, str(self.path), line)
+
+    def mapping(self, value: Any, what: str, line: int | None) -> _Map:
+        if not isinstance(value, _Map):
+            self.fail(f"{what} must be a mapping, not {_type_name(value)}", line)
+        return value
+
+    def keys(self, data: _Map, allowed: tuple[str, ...], what: str, extensions: bool = False) -> None:
+        for key in data:
+            if key not in allowed and not (extensions and str(key).startswith("x-")):
+                self.fail(f"{what}: unknown key {key!r}; allowed: {', '.join(allowed)}",
+                          data.key_lines.get(key, data.line))
+
+    def string(self, data: _Map, key: str, what: str, default: str | None = None) -> str:
+        value = data.get(key, default)
+        if value is None:
+            self.fail(f"{what}: missing key {key!r}", data.line)
+        if not isinstance(value, str) or not value.strip():
+            self.fail(f"{what}: {key} must be a non-empty string, not {value!r}", data.key_lines.get(key))
+        return value.strip()
+
+    def choice(self, value: str, choices: tuple[str, ...] | list[str], what: str, line: int | None) -> None:
+        if value not in choices:
+            self.fail(f"{what}: {value!r} is not one of {', '.join(choices)}", line)
+
+    def count(self, value: Any, what: str, line: int | None, lo: int = 1, hi: int | None = None) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < lo or (hi and value > hi):
+            bounds = f"{lo}..{hi}" if hi else f">= {lo}"
+            self.fail(f"{what} must be a whole number {bounds}, not {value!r}", line)
+        return int(value)
+
+    def param_value(self, name: str, value: Any, what: str, line: int | None) -> None:
+        if isinstance(value, list):
+            if not value:
+                self.fail(f"{what}: {name} is an empty list; a swept parameter needs at least one value",
+                          line)
+            for item in value:
+                if not _is_scalar(item):
+                    self.fail(f"{what}: {name} values must be plain values, not {_type_name(item)}", line)
+        elif not _is_scalar(value):
+            self.fail(f"{what}: {name} must be a value or a list of values, not {_type_name(value)}", line)
+        try:
+            _swept(name, value)
+        except ValueError as exc:
+            self.fail(f"{what}: {name}: {exc}", line)
+
+
+@dataclass
+class _Draft:
+    """A test being validated: mutable, with the lines of its keys and params."""
+
+    name: str
+    adapter: ToolAdapter
+    data: _Map
+    params: dict[str, Any]
+    lines: dict[str, int]
+    repeat: int | None = None
+
+
+def _parse_override(key: str, text: Any) -> Any:
+    if not isinstance(text, str):
+        return text
+    try:
+        value = yaml.safe_load(text) if text.strip() else None
+    except yaml.YAMLError as exc:
+        raise UsageError(f"cannot read {key}={text}: {str(exc).splitlines()[0]}") from exc
+    if value is None:
+        raise UsageError(f"{key}= needs a value")
+    if isinstance(value, dict) or (isinstance(value, list) and not all(map(_is_scalar, value))):
+        raise UsageError(f"{key}={text}: use a value or a list of values like [1K,4K]")
+    return value
+
+
+def _empty_map(line: int) -> _Map:
+    data = _Map()
+    data.line, data.key_lines = line, {}
+    return data
+
+
+def _blamed(message: str, case: Mapping[str, Any]) -> str | None:
+    """The parameter an adapter's error message names (longest name first: ``sizes`` before ``size``)."""
+    for key in sorted(case, key=len, reverse=True):
+        if re.search(rf"(?<![\w-]){re.escape(key)}(?![\w-])", message):
+            return key
+    return None
+
+
+def load_suite(name_or_path: str | Path, overrides: Mapping[str, Any] | None = None) -> Suite:
+    """Read and validate a suite, applying command-line ``overrides`` (``{"duration": "5"}``).
+
+    An override names a setting or a parameter of some test's tool; its value is read as a YAML
+    scalar or flow list (``[1K,4K]``) and wins over the file. Raises ConfigError (file:line) for
+    a bad file and UsageError for a bad override.
+    """
+    path = find_suite(str(name_or_path))
+    check = _Checker(path)
+    doc = _read(path)
+    if doc is None:
+        check.fail("the suite is empty; it needs at least 'tests:'", None)
+    doc = check.mapping(doc, "a suite", getattr(doc, "line", 1))
+    check.keys(doc, TOP_KEYS, "suite", extensions=True)  # x-...: room for YAML anchors
+    description = ""
+    if "description" in doc:
+        description = check.string(doc, "description", "suite")
+        if "\n" in description:
+            check.fail("suite: description must be one line", doc.key_lines["description"])
+    raw_settings = check.mapping(doc.get("settings", _empty_map(doc.line)), "settings",
+                                 doc.key_lines.get("settings"))
+    settings, setting_lines = dict(SETTING_DEFAULTS), {}
+    for key, value in raw_settings.items():
+        if not isinstance(key, str):
+            check.fail(f"settings: key {key!r} must be a name", raw_settings.key_lines[key])
+        settings[key], setting_lines[key] = value, raw_settings.key_lines[key]
+    tests = doc.get("tests")
+    if not isinstance(tests, _Seq) or not tests:
+        check.fail("suite: 'tests' must be a non-empty list of tests", doc.key_lines.get("tests", doc.line))
+    drafts: list[_Draft] = []
+    for item, line in zip(tests, tests.item_lines, strict=True):
+        drafts.append(_draft(check, item, line, drafts))
+
+    known = set(settings) | set(CORE_SETTINGS) | {p for d in drafts for p in d.adapter.params}
+    for key, text in (overrides or {}).items():
+        if key not in known:
+            raise UsageError(f"unknown parameter {key!r} for suite {path.stem}; "
+                             f"known: {', '.join(sorted(known))}")
+        value = _parse_override(key, text)
+        if key in settings or key in CORE_SETTINGS:
+            settings[key], setting_lines[key] = value, CMDLINE
+        for d in drafts:
+            if key == "repeat":
+                d.repeat = None  # the command line wins over each test's own repeat
+            if key in d.adapter.params:
+                d.params[key], d.lines[f"params.{key}"] = value, CMDLINE
+    _check_settings(check, settings, setting_lines, drafts)
+    specs = [_finish(check, d, settings, setting_lines) for d in drafts]
+    return Suite(path.stem, path, description, settings, specs, setting_lines)
+
+
+def _draft(check: _Checker, item: Any, line: int, earlier: list[_Draft]) -> _Draft:
+    data = check.mapping(item, "each test", line)
+    name = check.string(data, "name", f"test at line {data.line}")
+    what = f"test {name!r}"
+    check.keys(data, TEST_KEYS, what)
+    for other in earlier:
+        if other.name == name:
+            check.fail(f"{what}: duplicate test name (first at line {other.data.line})",
+                       data.key_lines["name"])
+    tool_name = check.string(data, "tool", what)
+    try:
+        adapter = tools.get_tool(tool_name)
+    except UsageError as exc:
+        check.fail(f"{what}: {exc}", data.key_lines["tool"])
+    raw = check.mapping(data.get("params", _empty_map(data.line)), f"{what}: params",
+                        data.key_lines.get("params"))
+    lines = dict(data.key_lines)
+    params = {}
+    for key, value in raw.items():
+        if not isinstance(key, str):
+            check.fail(f"{what}: parameter {key!r} must be a name", raw.key_lines[key])
+        params[key], lines[f"params.{key}"] = value, raw.key_lines[key]
+    repeat = check.count(data["repeat"], f"{what}: repeat", lines["repeat"]) if "repeat" in data else None
+    return _Draft(name, adapter, data, params, lines, repeat)
+
+
+def _check_settings(check: _Checker, settings: dict[str, Any], lines: Mapping[str, int],
+                    drafts: list[_Draft]) -> None:
+    tool_params = {p for d in drafts for p in d.adapter.params}
+    for key, value in settings.items():
+        line = lines.get(key)
+        if key not in CORE_SETTINGS and key not in tool_params:
+            known = ", ".join(sorted({*CORE_SETTINGS, *tool_params}))
+            check.fail(f"settings: unknown key {key!r}; known: {known}", line)
+        check.param_value(key, value, "settings", line)
+    check.count(settings["repeat"], "settings: repeat", lines.get("repeat"))
+    check.count(settings["base_port"], "settings: base_port", lines.get("base_port"), 1, 65535)
+    for key in ("timeout", "duration"):
+        values = settings.get(key)
+        for value in values if isinstance(values, list) else [values]:
+            try:
+                seconds = parse_duration(value) if value is not None else 1.0
+            except ValueError as exc:
+                check.fail(f"settings: {key}: {exc}", lines.get(key))
+            if seconds <= 0:
+                check.fail(f"settings: {key} must be positive, not {value!r}", lines.get(key))
+    settings["timeout"] = parse_duration(settings["timeout"])
+
+
+def _finish(check: _Checker, d: _Draft, settings: Mapping[str, Any], setting_lines: Mapping[str, int]
+            ) -> TestSpec:
+    what, adapter, data, lines = f"test {d.name!r}", d.adapter, d.data, d.lines
+    for key, value in d.params.items():
+        if key not in adapter.params:
+            check.fail(f"{what}: unknown parameter {key!r} for tool {adapter.name}; "
+                       f"known: {', '.join(adapter.params)}", lines[f"params.{key}"])
+        check.param_value(key, value, what, lines[f"params.{key}"])
+    for key, value in settings.items():
+        if key in setting_lines and key in adapter.params and key not in d.params \
+                and key not in _PLANNER_SETTINGS:
+            d.params[key], lines[f"params.{key}"] = value, setting_lines[key]
+
+    default_pattern = "pairs" if "pairs" in adapter.patterns or "pairs" in data else adapter.patterns[0]
+    pattern = check.string(data, "pattern", what, default_pattern)
+    check.choice(pattern, PATTERNS, f"{what}: pattern", lines.get("pattern"))
+    if pattern not in adapter.patterns:
+        check.fail(f"{what}: tool {adapter.name} cannot run pattern {pattern!r}; "
+                   f"it supports: {', '.join(adapter.patterns)}", lines.get("pattern"))
+    pairs = None
+    if "pairs" in data:
+        raw = data["pairs"]
+        if pattern != "pairs":
+            check.fail(f"{what}: 'pairs' is only for pattern: pairs (pattern is {pattern})", lines["pairs"])
+        if not isinstance(raw, list) or not raw or not all(
+                isinstance(p, list) and len(p) == 2 and all(_is_scalar(h) and h is not True for h in p)
+                for p in raw):
+            check.fail(f"{what}: pairs must be a list of [server, client] host names, like [[h1, h2]]",
+                       lines["pairs"])
+        pairs = tuple((str(a), str(b)) for a, b in raw)
+    sweep = check.string(data, "sweep", what, "matrix")
+    check.choice(sweep, SWEEPS, f"{what}: sweep", lines.get("sweep"))
+    hosts = data.get("hosts", "all")
+    if isinstance(hosts, list) and hosts and all(isinstance(h, str) for h in hosts):
+        hosts = ":".join(hosts)
+    if not isinstance(hosts, str) or not hosts.strip():
+        check.fail(f"{what}: hosts must be a host pattern like all, gpu or h1:h2, not {hosts!r}",
+                   lines.get("hosts"))
+    if sweep == "zip":
+        axes = {k: v for k, v in ((k, _swept(k, v)) for k, v in d.params.items()) if v is not None}
+        first = next(iter(axes), "")
+        for key, values in axes.items():
+            if len(values) != len(axes[first]):
+                check.fail(f"{what}: sweep: zip needs lists of one length; {first} has "
+                           f"{len(axes[first])} values, {key} has {len(values)}", lines[f"params.{key}"])
+    repeat = d.repeat if d.repeat is not None else int(settings["repeat"])
+    spec = TestSpec(d.name, adapter.name, hosts, pattern, sweep, repeat, dict(d.params), data.line,
+                    pairs, lines)
+    cases = expand_cases(spec)
+    for case in cases:
+        try:
+            adapter.check_params(case)
+        except ValueError as exc:
+            blamed = _blamed(str(exc), case)
+            line = lines.get(f"params.{blamed}") if blamed else lines.get("params", data.line)
+            shown = f" (case {', '.join(f'{k}={v}' for k, v in case.items())})" if len(cases) > 1 else ""
+            check.fail(f"{what}: {exc}{shown}", line)
+    return spec
