@@ -59,7 +59,7 @@ def cmd_plan(ns: argparse.Namespace) -> int:
     from benchharness.suites import load_suite
 
     kv = parse_kv(ns.args)
-    suite = load_suite(kv.pop("suite", "") or "quick", {k: v for k, v in kv.items() if k != "hosts"})
+    suite = load_suite(kv.pop("suite", "") or "quick", {k: v for k, v in kv.items() if k not in RUN_KEYS})
     inventory = load_inventory(kv["hosts"]) if kv.get("hosts") else local_inventory()
     print(describe_plan(build_plan(suite, inventory.hosts, inventory=inventory)))
     return 0

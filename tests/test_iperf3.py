@@ -317,7 +317,8 @@ def test_wrong_host_count_is_refused() -> None:
     ({"interval": 0.05}, "interval"),
     ({"interval": "2h"}, "interval"),
     ({"connect_timeout": "3s"}, "connect_timeout"),
-    ({"extra_args": "-V"}, "extra_args"),
+    ({"extra_args": "--title 'unclosed"}, "extra_args"),
+    ({"timeout": 0}, "timeout"),
     ({"extra_args": ["-V", 3]}, "extra_args"),
     ({"sreams": 4}, "sreams"),
 ])
@@ -378,3 +379,18 @@ def _regen() -> None:
 if __name__ == "__main__":
     if sys.argv[1:] == ["--regen"]:
         _regen()
+
+
+def test_extra_args_as_a_string_are_split_not_shelled() -> None:
+    server, client = Host("h1", "198.18.0.11"), Host("h2", "198.18.0.12")
+    step = Step(id="s", test="t", tool="iperf3", params={**ADAPTER.params, "extra_args": "--title 'a b; rm -rf /'"},
+                hosts=(server, client), port=5201)
+    argv = [c for c in ADAPTER.commands(step) if c.role == "client"][0].argv
+    assert argv[-2:] == ("--title", "a b; rm -rf /")
+
+
+def test_all_to_all_on_one_host_gives_loopback_flows() -> None:
+    h = Host("localhost", "127.0.0.1", local=True)
+    step = Step(id="s", test="t", tool="iperf3", params=dict(ADAPTER.params), hosts=(h, h), pattern="all-to-all",
+                port=5201)
+    assert len([c for c in ADAPTER.commands(step) if c.role == "client"]) == 2

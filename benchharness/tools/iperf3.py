@@ -6,6 +6,7 @@ Servers are one-off (``-1``) and bound to the receiver's traffic address; client
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -35,7 +36,7 @@ class Iperf3Adapter:
     params: Mapping[str, Any] = {
         "protocol": "tcp", "duration": 5, "omit": 0, "streams": 1, "length": None,
         "bitrate": None, "bidir": False, "reverse": False, "window": None, "zerocopy": False,
-        "interval": 1, "connect_timeout": None, "extra_args": [],
+        "interval": 1, "connect_timeout": None, "timeout": None, "extra_args": "",
     }
     patterns: Sequence[str] = (*_PAIR_PATTERNS, "one-to-many", "incast", "all-to-all")
 
@@ -96,9 +97,13 @@ class Iperf3Adapter:
         timeout = p["connect_timeout"]
         if timeout is not None and (_is_bool(timeout) or not isinstance(timeout, int) or timeout <= 0):
             raise bad("connect_timeout", "must be a whole number of milliseconds > 0")
-        extra = p["extra_args"]
-        if not isinstance(extra, list | tuple) or not all(isinstance(a, str) for a in extra):
-            raise bad("extra_args", "must be a list of strings")
+        try:
+            _extra_args(p["extra_args"])
+        except ValueError as exc:
+            raise bad("extra_args", str(exc)) from exc
+        if p["timeout"] is not None and (_is_bool(p["timeout"]) or not isinstance(p["timeout"], int | float)
+                                         or p["timeout"] <= 0):
+            raise bad("timeout", "must be a number of seconds > 0")
 
     # ------------------------------------------------------------------ commands
 
@@ -150,7 +155,7 @@ class Iperf3Adapter:
             argv.append("-Z")
         if p["connect_timeout"] is not None:
             argv += ["--connect-timeout", str(p["connect_timeout"])]
-        argv += list(p["extra_args"])
+        argv += _extra_args(p["extra_args"])
         return Command(host=src, role="client", argv=tuple(argv), background=False,
                        timeout_s=_client_timeout(p), label=label)
 
@@ -230,7 +235,7 @@ def _flows(step: Step) -> list[tuple[Host, Host, int, str]]:
     if pattern == "all-to-all":
         # Receiver j runs one server per sender i, on port + i.
         return [(src, dst, port + i, f"client-{src.name}-to-{dst.name}-{port + i}")
-                for i, src in enumerate(hosts) for dst in hosts if dst is not src]
+                for i, src in enumerate(hosts) for j, dst in enumerate(hosts) if j != i]
     raise ValueError(f"step {step.id}: iperf3 does not support pattern {pattern!r}")
 
 
@@ -248,7 +253,20 @@ def _bitrate_arg(value: Any) -> str:
     return f"{int(rate)}/{int(burst)}" if burst else str(int(rate))
 
 
+def _extra_args(value: Any) -> list[str]:
+    """Extra iperf3 arguments: a string split like a shell would (never run by one), or a list."""
+    if value is None or value == "":
+        return []
+    if isinstance(value, str):
+        return shlex.split(value)
+    if isinstance(value, list | tuple) and all(isinstance(a, str) for a in value):
+        return list(value)
+    raise ValueError("must be a string of arguments or a list of strings")
+
+
 def _client_timeout(p: Mapping[str, Any]) -> float:
+    if p.get("timeout"):
+        return float(p["timeout"])
     extra = (p["connect_timeout"] or 0) / 1000.0
     return float(p["duration"]) + float(p["omit"]) + TIMEOUT_MARGIN_S + extra
 
