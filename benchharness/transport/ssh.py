@@ -135,7 +135,7 @@ class SSHTransport(Transport):
         if self.host.strict_host_keys:
             client.set_missing_host_key_policy(paramiko.RejectPolicy())
         else:
-            client.set_missing_host_key_policy(paramiko.WarningPolicy())
+            client.set_missing_host_key_policy(paramiko.AutoAddPolicy())  # accept-new; a changed key still fails
         if self.host.known_hosts:
             client._system_host_keys = paramiko.HostKeys()  # type: ignore[attr-defined]  # only the inventory's file counts
             try:
