@@ -324,7 +324,7 @@ class Runner:
 
     @staticmethod
     def _not_ready(cmd: Command, proc: Process) -> ToolFailure:
-        rc = proc.poll()
+        rc = proc.wait(1.0)  # if it exited, let its last output arrive
         tail = (proc.stderr.strip() or proc.stdout.strip()).splitlines()[-1:] or ["no output"]
         if rc == 127:
             return ToolFailure("tool_missing", f"{cmd.host.name}: {cmd.argv[0]} not found on the host")

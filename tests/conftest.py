@@ -1,0 +1,73 @@
+"""Shared fixtures. Loopback lab: ``lab3`` (session-wide 3-host lab ``t3``) and ``make_lab``."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+
+import pytest
+
+from benchharness import lab
+from benchharness.errors import LabError
+from benchharness.lab import LabInfo
+
+LAB_BASE = Path(tempfile.gettempdir()) / f"benchharness-test-labs-{os.getpid()}"
+"""State directory of the labs the tests bring up (lab names are machine-wide all the same)."""
+
+NOT_ROOT = "the loopback lab needs root (network namespaces, veth, sshd)"
+
+
+def _need_root() -> None:
+    if os.geteuid() != 0:
+        pytest.skip(NOT_ROOT)
+
+
+@contextlib.contextmanager
+def make_lab(name: str, hosts: int, shape: Mapping[str, str] | None = None) -> Iterator[LabInfo]:
+    """Bring up a lab of its own for one test and take it down afterwards (skips unless root)."""
+    _need_root()
+    info = lab.lab_up(hosts, name=name, shape=shape, base_dir=LAB_BASE)
+    try:
+        yield info
+    finally:
+        lab.lab_down(name, base_dir=LAB_BASE)
+
+
+@pytest.fixture(scope="session")
+def lab_base() -> Path:
+    """Where the test labs keep their state (pass as ``base_dir`` to lab functions)."""
+    return LAB_BASE
+
+
+@pytest.fixture
+def lab_root() -> None:
+    """Skips the test unless it runs as root (what every lab operation needs)."""
+    _need_root()
+
+
+@pytest.fixture
+def lab_maker() -> Callable[..., contextlib.AbstractContextManager[LabInfo]]:
+    """``make_lab`` as a fixture, for tests that prefer not to import from conftest."""
+    _need_root()
+    return make_lab
+
+
+@pytest.fixture(scope="session")
+def lab3() -> Iterator[LabInfo]:
+    """A 3-host lab ``t3`` (h1..h3, real sshd each), up for the whole session."""
+    _need_root()
+    with make_lab("t3", 3) as info:
+        yield info
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Whatever a crashed test left in this session's lab directory goes too."""
+    if LAB_BASE.exists():
+        if os.geteuid() == 0:
+            with contextlib.suppress(LabError):
+                lab.lab_down(None, base_dir=LAB_BASE)
+        shutil.rmtree(LAB_BASE, ignore_errors=True)
