@@ -58,10 +58,9 @@ class Step:
 
     def sample_labels(self) -> Record:
         """Labels that every sample of this step carries."""
-        out: Record = {"test": self.test, "tool": self.tool, "step": self.id,
-                       "rep": self.repetition, "round": self.round, "pattern": self.pattern}
-        out.update(self.labels)
-        return out
+        # The step's own identity wins over case labels (a tool parameter may be called "test").
+        return {**self.labels, "test": self.test, "tool": self.tool, "step": self.id,
+                "rep": self.repetition, "round": self.round, "pattern": self.pattern}
 
 
 @dataclass(frozen=True)

@@ -265,7 +265,7 @@ class Runner:
                 servers.append((cmd, proc))
             for cmd, proc in servers:
                 if cmd.ready_pattern and not proc.wait_for_output(cmd.ready_pattern, READY_TIMEOUT_S):
-                    failure = self._not_ready(cmd, proc)
+                    failure = self._not_ready(adapter, cmd, proc)
                     results += self._stop_all(servers)
                     self._store(step, results)
                     raise failure
@@ -323,8 +323,13 @@ class Runner:
         return results
 
     @staticmethod
-    def _not_ready(cmd: Command, proc: Process) -> ToolFailure:
+    def _not_ready(adapter: Any, cmd: Command, proc: Process) -> ToolFailure:
         rc = proc.wait(1.0)  # if it exited, let its last output arrive
+        classify = getattr(adapter, "classify", None)
+        if classify is not None and rc is not None:
+            failure = classify(CommandResult(cmd, rc, proc.stdout, proc.stderr, proc.started, time.time()))
+            if failure is not None:
+                return ToolFailure(failure.kind, f"{cmd.host.name}: {cmd.role}: {failure.message}")
         tail = (proc.stderr.strip() or proc.stdout.strip()).splitlines()[-1:] or ["no output"]
         if rc == 127:
             return ToolFailure("tool_missing", f"{cmd.host.name}: {cmd.argv[0]} not found on the host")

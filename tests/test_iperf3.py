@@ -385,7 +385,7 @@ def test_extra_args_as_a_string_are_split_not_shelled() -> None:
     server, client = Host("h1", "198.18.0.11"), Host("h2", "198.18.0.12")
     step = Step(id="s", test="t", tool="iperf3", params={**ADAPTER.params, "extra_args": "--title 'a b; rm -rf /'"},
                 hosts=(server, client), port=5201)
-    argv = [c for c in ADAPTER.commands(step) if c.role == "client"][0].argv
+    argv = next(c for c in ADAPTER.commands(step) if c.role == "client").argv
     assert argv[-2:] == ("--title", "a b; rm -rf /")
 
 

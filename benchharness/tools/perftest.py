@@ -1,0 +1,345 @@
+"""perftest adapter (ib_write_bw, ib_read_lat ...): command lines for a step, and its records.
+
+One invocation measures one message size (``-s``) or, with ``all: true``, every power of two
+(``-a``). The server is the same command without the address; it is started first, in the
+background, and is ready when it prints perftest's "Waiting for client to connect" banner.
+perftest does not flush stdout, so the server runs under ``stdbuf -oL`` or the banner would only
+appear at exit.
+
+NUMA: by default the tool runs on the NUMA node of the NIC. An inventory ``numa_node`` pins to
+that node with numactl. Otherwise a small fixed ``sh`` script reads the node from sysfs
+(``/sys/class/net/<netdev>/device/numa_node``, or ``/sys/class/infiniband/<rdma_dev>/device/...``)
+and pins when the kernel knows one; ``numactl --cpunodebind=netdev:DEV`` itself fails outright on
+hosts whose NIC has no node (single-socket machines, VMs), and ``file:PATH`` only resolves block
+devices. The script reports the node it used on stderr (``BENCH_NUMA=<n>``), so records carry it.
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from benchharness.errors import ToolFailure
+from benchharness.model import Command, CommandResult, Host, Record, Step
+from benchharness.tools import perftest_parse as pp
+from benchharness.units import parse_duration, parse_size
+
+TESTS = ("ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_atomic_bw",
+         "ib_write_lat", "ib_read_lat", "ib_send_lat", "ib_atomic_lat")
+CONNECTIONS = ("RC", "UC", "UD", "DC", "SRD", "XRC")
+MTUS = (256, 512, 1024, 2048, 4096)
+#: The server prints this (regex) once it is about to accept the client's socket connection.
+READY_PATTERN = r"Waiting for client (?:to connect|rdma_cm QP to connect)"
+
+_NUMA_SCRIPT = (
+    'p="$1"; shift; n=$(cat "$p" 2>/dev/null)\n'
+    'case "$n" in ""|*[!0-9]*) echo "' + pp.NUMA_MARKER + 'none ($p: ${n:-unreadable})" >&2; '
+    'exec "$@";; esac\n'
+    'if command -v numactl >/dev/null 2>&1; then echo "' + pp.NUMA_MARKER + '$n" >&2; '
+    'exec numactl --cpunodebind="$n" --membind="$n" "$@"; fi\n'
+    'echo "' + pp.NUMA_MARKER + 'none (numactl missing)" >&2; exec "$@"\n')
+_JSON_SCRIPT = (
+    'f="$1"; shift; rm -f "$f"; "$@"; rc=$?\n'
+    'if [ -s "$f" ]; then echo "' + pp.JSON_MARKER + '"; cat "$f"; fi; rm -f "$f"; exit $rc\n')
+
+
+def _is_bw(test: str) -> bool:
+    return test.endswith("_bw")
+
+
+
+def _extra_args(params: Mapping[str, Any]) -> list[str]:
+    """``extra_args`` as an argv list: a string is split like a shell would (a suite list would
+    be swept, so suites write one string)."""
+    extra = params.get("extra_args")
+    if extra is None or extra == "":
+        return []
+    if isinstance(extra, str):
+        return shlex.split(extra)
+    if isinstance(extra, list | tuple) and all(isinstance(a, str) for a in extra):
+        return list(extra)
+    raise ValueError(f"extra_args: a string of options, not {extra!r}")
+
+
+class PerftestAdapter:
+    """Adapter for linux-rdma perftest; see the module docstring."""
+
+    name = "perftest"
+    description = "RDMA bandwidth and latency with perftest (ib_write_bw, ib_send_lat ...)"
+    params: Mapping[str, Any] = {
+        "test": None, "size": None, "all": False, "bidir": False, "duration": None, "iters": None,
+        "qps": 1, "report_gbits": True, "rdma_cm": False, "connection": None, "mtu": None,
+        "tx_depth": None, "use_cuda": None, "use_rocm": None, "rate_limit": None,
+        "burst_size": None, "rate_units": None, "cpu_util": False, "out_json": False,
+        "numa": True, "extra_args": None, "timeout": None,
+    }
+    patterns: Sequence[str] = ("pairs", "all-pairs", "ring", "incast", "self")
+
+    # ---- parameters -------------------------------------------------------------------------
+
+    def check_params(self, params: Mapping[str, Any]) -> None:
+        """Raise ValueError naming the parameter when a value is wrong for perftest."""
+        unknown = set(params) - set(self.params)
+        if unknown:
+            raise ValueError(f"unknown perftest parameter(s): {', '.join(sorted(unknown))} "
+                             f"(known: {', '.join(sorted(self.params))})")
+        test = params.get("test")
+        if test not in TESTS:
+            raise ValueError(f"test: must be one of {', '.join(TESTS)}, not {test!r}")
+        bw = _is_bw(test)
+        if params.get("size") is not None:
+            parse_size(params["size"])
+        if params.get("all") and params.get("size") is not None:
+            raise ValueError("size: set either size or all: true, not both")
+        if params.get("all") and test.startswith("ib_atomic"):
+            raise ValueError("all: atomic tests have a fixed 8-byte size")
+        if not bw:
+            used = [f for f in ("rate_limit", "burst_size", "rate_units") if params.get(f) is not None]
+            used += ["bidir"] if params.get("bidir") else []
+            used += ["qps"] if params.get("qps") is not None and params.get("qps") != 1 else []
+            if used:
+                raise ValueError(f"{', '.join(used)}: only bandwidth tests take it, not {test}")
+        qps = params.get("qps")
+        if qps is not None and (not isinstance(qps, int) or isinstance(qps, bool) or qps < 1):
+            raise ValueError(f"qps: a whole number >= 1, not {qps!r}")
+        duration = params.get("duration")
+        iters = params.get("iters")
+        if duration is not None and iters is None and parse_duration(duration) <= 0:
+            raise ValueError("duration: must be > 0 seconds")
+        if iters is not None and (not isinstance(iters, int) or isinstance(iters, bool) or iters < 5):
+            raise ValueError(f"iters: perftest needs an integer of at least 5, not {iters!r}")
+        if params.get("all") and duration is not None and iters is None:
+            raise ValueError("all: perftest cannot run all sizes in duration mode; set iters")
+        if params.get("cpu_util") and (duration is None or iters is not None):
+            raise ValueError("cpu_util: perftest reports CPU use in duration mode only")
+        conn = params.get("connection")
+        if conn is not None:
+            if conn not in CONNECTIONS:
+                raise ValueError(f"connection: one of {', '.join(CONNECTIONS)}, not {conn!r}")
+            verb = test.split("_")[1]
+            if conn == "UC" and verb in ("read", "atomic"):
+                raise ValueError(f"connection: UC is not possible with {test}")
+            if conn == "UD" and verb != "send":
+                raise ValueError("connection: UD works with ib_send_* only")
+            if conn == "SRD" and verb not in ("send", "read"):
+                raise ValueError("connection: SRD works with ib_send_* and ib_read_* only")
+        if params.get("mtu") is not None and params["mtu"] not in MTUS:
+            raise ValueError(f"mtu: one of {MTUS}, not {params['mtu']!r}")
+        if params.get("rate_units") not in (None, "M", "g", "p"):
+            raise ValueError("rate_units: M (MiB/s), g (Gbit/s) or p (packets/s)")
+        if params.get("use_cuda") is not None and params.get("use_rocm") is not None:
+            raise ValueError("use_cuda/use_rocm: choose one")
+        _extra_args(params)
+
+    def _p(self, step: Step) -> dict[str, Any]:
+        merged = {**self.params, **{k: v for k, v in step.params.items() if v is not None}}
+        self.check_params(merged)
+        return merged
+
+    # ---- command lines ----------------------------------------------------------------------
+
+    @staticmethod
+    def tool_args(params: Mapping[str, Any], host: Host, port: int) -> list[str]:
+        """Options shared by server and client (both sides must agree on them)."""
+        test = params["test"]
+        args = [test, "-p", str(port)]
+        if host.var("rdma_dev"):
+            args += ["-d", str(host.var("rdma_dev"))]
+        if host.var("rdma_port") is not None:
+            args += ["-i", str(host.var("rdma_port"))]
+        if host.var("gid_index") is not None:
+            args += ["-x", str(host.var("gid_index"))]
+        if params.get("all"):
+            args.append("-a")
+        elif params.get("size") is not None and not test.startswith("ib_atomic"):
+            args += ["-s", str(parse_size(params["size"]))]
+        if params.get("iters") is not None:
+            args += ["-n", str(params["iters"])]
+        elif params.get("duration") is not None:
+            args += ["-D", str(max(1, math.ceil(parse_duration(params["duration"]))))]
+        if _is_bw(test):
+            if params.get("bidir"):
+                args.append("-b")
+            if params.get("qps", 1) != 1:
+                args += ["-q", str(params["qps"])]
+            if params.get("report_gbits", True):
+                args.append("--report_gbits")
+            if params.get("tx_depth") is not None:
+                args += ["-t", str(params["tx_depth"])]
+            for opt in ("rate_limit", "burst_size", "rate_units"):
+                if params.get(opt) is not None:
+                    args.append(f"--{opt}={params[opt]}")
+        if params.get("rdma_cm"):
+            args.append("-R")
+        if params.get("connection"):
+            args += ["-c", str(params["connection"])]
+        if params.get("mtu") is not None:
+            args += ["-m", str(params["mtu"])]
+        if params.get("use_cuda") is not None:
+            args.append(f"--use_cuda={params['use_cuda']}")
+        if params.get("use_rocm") is not None:
+            args.append(f"--use_rocm={params['use_rocm']}")
+        if params.get("cpu_util"):
+            args.append("--cpu_util")
+        args += _extra_args(params)
+        return args
+
+    @staticmethod
+    def numa_prefix(params: Mapping[str, Any], host: Host) -> list[str]:
+        """argv prefix that runs the tool on the NIC's NUMA node (empty when numa is off)."""
+        if not params.get("numa", True):
+            return []
+        node = host.var("numa_node")
+        if node is not None:
+            return ["numactl", f"--cpunodebind={node}", f"--membind={node}"]
+        if host.var("netdev"):
+            path = f"/sys/class/net/{host.var('netdev')}/device/numa_node"
+        elif host.var("rdma_dev"):
+            path = f"/sys/class/infiniband/{host.var('rdma_dev')}/device/numa_node"
+        else:
+            return []
+        return ["sh", "-c", _NUMA_SCRIPT, "bench-numa", path]
+
+    @staticmethod
+    def timeout_s(params: Mapping[str, Any]) -> float:
+        """Generous bound for the client: duration or a floor of 1 Gbit/s per size, plus setup."""
+        if params.get("timeout") is not None:
+            return float(parse_duration(params["timeout"]))
+        if params.get("iters") is None and params.get("duration") is not None:
+            return 30.0 + 1.5 * parse_duration(params["duration"]) + 10.0
+        test = params["test"]
+        iters = params.get("iters") or (5000 if test == "ib_write_bw" else 1000)
+        if params.get("all"):
+            sizes = [1 << i for i in range(1, 24)]
+        else:
+            default = 65536 if _is_bw(test) else 2
+            sizes = [parse_size(params["size"]) if params.get("size") is not None else default]
+        factor = (2 if params.get("bidir") else 1) * int(params.get("qps") or 1)
+        seconds = sum(2.0 + iters * s * 8 * factor / 1e9 for s in sizes)
+        return round(30.0 + seconds, 1)
+
+    def _pairs(self, step: Step) -> list[tuple[Host, Host, int]]:
+        """(server, client, port) for each perftest instance of the step."""
+        if not step.hosts:
+            raise ValueError(f"step {step.id}: no hosts")
+        if len(step.hosts) == 1:  # self: server and client on one host
+            return [(step.hosts[0], step.hosts[0], step.port)]
+        if step.pattern == "incast":
+            receiver = step.hosts[0]
+            return [(receiver, sender, step.port + i) for i, sender in enumerate(step.hosts[1:])]
+        return [(step.hosts[0], step.hosts[1], step.port)]
+
+    def commands(self, step: Step) -> list[Command]:
+        """Server commands (background, with a ready pattern) first, then the clients."""
+        params = self._p(step)
+        pairs = self._pairs(step)
+        timeout = self.timeout_s(params)
+        many = len(pairs) > 1 or pairs[0][0] == pairs[0][1]
+        servers, clients = [], []
+        for server, client, port in pairs:
+            tag = f"-p{port}" if many else ""
+            s_argv = ["stdbuf", "-oL", *self.numa_prefix(params, server),
+                      *self.tool_args(params, server, port)]
+            servers.append(Command(host=server, role="server", argv=tuple(s_argv), background=True,
+                                   ready_pattern=READY_PATTERN, timeout_s=timeout + 30.0,
+                                   label=f"server-{server.name}{tag}"))
+            c_argv = [*self.numa_prefix(params, client), *self.tool_args(params, client, port),
+                      server.traffic_ip]
+            if params.get("out_json"):
+                path = f"/tmp/bench-{step.id}-{client.name}{tag}.json".replace(" ", "_")
+                c_argv = ["sh", "-c", _JSON_SCRIPT, "bench-json", path,
+                          *c_argv[:len(c_argv) - 1], "--out_json", f"--out_json_file={path}",
+                          c_argv[-1]]
+            clients.append(Command(host=client, role="client", argv=tuple(c_argv),
+                                   timeout_s=timeout, label=f"client-{client.name}{tag}"))
+        return servers + clients
+
+    # ---- results ----------------------------------------------------------------------------
+
+    @staticmethod
+    def _failure(step: Step, res: CommandResult) -> ToolFailure:
+        """Why a command produced no rows, naming the step and host."""
+        text = res.stdout + "\n" + res.stderr
+        if res.error:
+            err = ToolFailure("crashed", res.error)
+        else:
+            err = pp.classify_error(text, res.rc) or (
+                ToolFailure("timeout", f"perftest did not finish within {res.command.timeout_s:.0f} s")
+                if res.timed_out else pp.no_result(text, res.rc))
+        return ToolFailure(err.kind, f"step {step.id}, {res.command.name} on "
+                                     f"{res.command.host.name}: {err.message}")
+
+    def parse_step(self, step: Step, results: Sequence[CommandResult]) -> list[Record]:
+        """Records from the clients' outputs; ToolFailure (quoting the tool) when one has none.
+
+        Samples come from the clients: a unidirectional server prints the client's figures
+        again. A server's error is raised instead of its client's when it is the root cause
+        (the client then only says that it could not connect).
+        """
+        params = self._p(step)
+        servers = {r.command.label: r for r in results if r.command.role == "server"}
+        records: list[Record] = []
+        for res in results:
+            if res.command.role != "client":
+                continue
+            try:
+                rows = pp.parse_output(res.stdout, res.stderr, res.rc,
+                                       gbits=bool(params.get("report_gbits", True)))
+            except ToolFailure as exc:
+                own = self._failure(step, res)
+                server_err = self._server_error(step, res, servers)
+                if server_err is not None and own.kind in ("connect_failed", "no_result", "timeout"):
+                    raise server_err from exc
+                raise own from exc
+            warning = None
+            if not res.ok:  # rows were printed, then something went wrong: keep both
+                err = pp.classify_error(res.stdout + "\n" + res.stderr, res.rc)
+                warning = err.message if err else (
+                    f"timed out after {res.command.timeout_s:.0f} s" if res.timed_out
+                    else f"exit code {res.rc}")
+            server = self._server_of(res, servers)
+            for row in rows:
+                rec: Record = step.sample_labels()
+                rec.update({"perftest_test": params["test"], "bidir": bool(params.get("bidir")),
+                            "client_host": res.command.host.name,
+                            "server_host": server.command.host.name if server else None})
+                rec.update(row)
+                rec["perftest_test"] = params["test"]
+                if warning is not None:
+                    rec["tool_warning"] = warning
+                records.append(rec)
+        return records
+
+    @staticmethod
+    def _server_of(client: CommandResult, servers: Mapping[str, CommandResult]) -> CommandResult | None:
+        port = client.command.argv[client.command.argv.index("-p") + 1]
+        for srv in servers.values():
+            argv = srv.command.argv
+            if "-p" in argv and argv[argv.index("-p") + 1] == port:
+                return srv
+        return None
+
+    def _server_error(self, step: Step, client: CommandResult,
+                      servers: Mapping[str, CommandResult]) -> ToolFailure | None:
+        srv = self._server_of(client, servers)
+        if srv is None or srv.ok:
+            return None
+        err = pp.classify_error(srv.stdout + "\n" + srv.stderr, srv.rc)
+        if err is None:
+            return None
+        return ToolFailure(err.kind, f"step {step.id}, {srv.command.name} on "
+                                     f"{srv.command.host.name}: {err.message}")
+
+    @staticmethod
+    def classify(result: CommandResult) -> ToolFailure | None:
+        """The known error in one command's output (e.g. a server that never got ready), or None."""
+        return pp.classify_error(result.stdout + "\n" + result.stderr, result.rc)
+
+    def parse_text(self, text: str) -> list[Record]:
+        """Records from one saved perftest output (stdout, or stdout and stderr together)."""
+        return pp.parse_text(text)
+
+
+ADAPTER = PerftestAdapter()

@@ -1,0 +1,361 @@
+"""Pure parsers for perftest output (ib_write_bw, ib_send_lat ...): tables, header facts, JSON, errors.
+
+Formats handled, as perftest's ``perftest_parameters.[ch]`` print them:
+
+* bandwidth tables in ``MB/sec`` (4.x) and ``MiB/sec`` (newer): both are 2^20 bytes/s, converted
+  to ``bw_*_gbps`` with the tool's figure kept as ``bw_*_MBps_tool``; ``Gb/sec`` with
+  ``--report_gbits`` (10^9 bit/s, exact); optional ``CPU_Util[%]`` column;
+* latency tables with or without average/stdev/percentiles (3.x prints min/max/typical only),
+  duration-mode latency (``t_avg`` and, in 4.x, ``tps average``), ``-a`` sweeps (many rows);
+* lines that interrupt a table (CPU frequency warnings, histogram dumps, socket errors);
+* ``--out_json`` files, including the invalid JSON of releases that print unquoted keys and
+  trailing commas;
+* error outputs, classified as :class:`~benchharness.errors.ToolFailure` kinds.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from benchharness.errors import ToolFailure
+from benchharness.model import Record
+
+MIB = 1 << 20
+#: Line the adapter's client wrapper prints before the ``--out_json`` file it appends to stdout.
+JSON_MARKER = "=== bench: perftest out_json ==="
+#: Line the adapter's NUMA wrapper prints on stderr: the node it pinned to, or ``none``.
+NUMA_MARKER = "BENCH_NUMA="
+
+_VERBS = {"Send": "send", "RDMA_Write": "write", "RDMA_Read": "read", "Atomic": "atomic"}
+_TITLE_RE = re.compile(
+    r"^\s*(Send|RDMA_Write|RDMA_Read|Atomic)\s+(?:(?:CMP_AND_SWAP|FETCH_AND_ADD)\s+)?"
+    r"(Bidirectional\s+)?(?:Post List\s+)?(BW|Latency)\s+(?:forwarding\s+)?(?:Multicast\s+)?Test\s*$")
+_FACT_RE = re.compile(r"([A-Za-z][\w.* \-]*?)\s*:\s*(\S+)")
+_DASHES_RE = re.compile(r"^-{20,}\s*$")
+_NUMBER_RE = re.compile(r"^-?\d+(?:\.\d+)?$")
+_WAITING = ("Waiting for client to connect", "Waiting for client rdma_cm QP to connect")
+
+# (kind, pattern) in the order they are tried; the first matching line is quoted.
+_ERRORS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (kind, re.compile(pattern)) for kind, pattern in (
+        ("tool_missing", r"command not found|: not found\s*$|failed to run command|execution of .*"
+                         r"No such file or directory|^env: .*No such file or directory"),
+        ("numa_failed", r"^<[^>]+> is invalid$|^libnuma: Warning"),
+        ("no_device", r"No IB devices found|Unable to find the Infiniband/RoCE device"
+                      r"|IB device \S+ not found"),
+        ("no_device", r"Did not detect devices"),
+        ("listen_failed", r"Couldn't listen to port"),
+        ("connect_failed", r"Couldn't connect to \S+|Unable to open file descriptor for socket "
+                           r"connection|Unable to init the socket connection"),
+        ("modify_qp_failed", r"Failed to modify QP\b.*\bto (?:RTR|RTS|INIT)"),
+        ("create_qp_failed", r"Couldn't create (?:rdma (?:new |old )?)?QP|Unable to create QP"),
+    ))
+_HINTS = {
+    "tool_missing": "install perftest (and numactl) on the host",
+    "numa_failed": "check numa_node in the inventory against numactl -H, or set numa: false",
+    "no_device": "check rdma_dev in the inventory and that the RDMA driver is loaded (ibv_devices)",
+    "listen_failed": "the port is in use; another server may still be running",
+    "connect_failed": "check that the server started and that data_ip is reachable",
+    "modify_qp_failed": "check gid_index, MTU and the fabric link (ibv_devinfo -v)",
+    "create_qp_failed": "check device resources and memlock limits (ulimit -l)",
+}
+
+# Header fact → flat record field and converter.
+_FLAT_FACTS: dict[str, tuple[str, Any]] = {
+    "Device": ("device", str),
+    "Link type": ("link_type", str),
+    "Mtu": ("mtu", lambda v: int(v.split("[")[0])),
+    "GID index": ("gid_index", int),
+    "Transport type": ("transport", str),
+    "Connection type": ("connection", str),
+    "Number of qps": ("qps", int),
+}
+
+
+def parse_header(text: str) -> dict[str, str]:
+    """Facts of the block after the test title (``Device``, ``Mtu`` ...), as the tool wrote them."""
+    facts: dict[str, str] = {}
+    inside = False
+    for line in text.splitlines():
+        if _TITLE_RE.match(line):
+            inside = True
+            continue
+        if inside and _DASHES_RE.match(line):
+            break
+        if inside:
+            for key, value in _FACT_RE.findall(line):
+                if not key.strip().upper().startswith("WARNING"):
+                    facts.setdefault(key.strip(), value.strip())
+    return facts
+
+
+def header_fields(facts: dict[str, str]) -> Record:
+    """The flat record fields (``device``, ``link_type``, ``mtu`` ...) from header facts."""
+    out: Record = {}
+    for key, (name, convert) in _FLAT_FACTS.items():
+        if key in facts:
+            try:
+                out[name] = convert(facts[key])
+            except ValueError:
+                out[name] = facts[key]
+    return out
+
+
+def describe(text: str) -> Record:
+    """Which test, direction and side an output belongs to, from its title and banner."""
+    out: Record = {"role": "server" if any(w in text for w in _WAITING) else "client"}
+    for line in text.splitlines():
+        m = _TITLE_RE.match(line)
+        if m:
+            kind = "bw" if m.group(3) == "BW" else "lat"
+            out["perftest_test"] = f"ib_{_VERBS[m.group(1)]}_{kind}"
+            out["bidir"] = bool(m.group(2))
+            break
+    return out
+
+
+def _table_kind(line: str) -> tuple[str, str] | None:
+    """(kind, unit) of a result table header line, or None."""
+    if not line.lstrip().startswith("#bytes"):
+        return None
+    m = re.search(r"BW peak\[([^\]]+)\]", line)
+    if m:
+        return ("bw", m.group(1))
+    m = re.search(r"t_min\[([^\]]+)\]", line)
+    if m:
+        return ("lat", m.group(1))
+    m = re.search(r"t_avg\[([^\]]+)\]", line)
+    if m:
+        return ("lat_dur", m.group(1))
+    return None
+
+
+def _numbers(line: str) -> list[float] | None:
+    tokens = line.split()
+    if not tokens or not all(_NUMBER_RE.match(t) for t in tokens) or "." in tokens[0]:
+        return None
+    return [float(t) for t in tokens]
+
+
+def _gbps(value: float, unit: str) -> float:
+    if unit == "Gb/sec":
+        return value
+    if unit in ("MB/sec", "MiB/sec"):
+        return round(value * MIB * 8 / 1e9, 6)
+    raise ToolFailure("no_result", f"perftest: unknown bandwidth unit {unit!r}")
+
+
+def _bw_row(nums: list[float], unit: str, qos: bool, cpu: bool) -> Record:
+    if qos:  # " #bytes    #sl      #iterations    BW peak ..."
+        size, _sl, iters, peak, avg, rate = nums[:6]
+    else:
+        size, iters, peak, avg, rate = nums[:5]
+    rec: Record = {"size_bytes": int(size), "iterations": int(iters)}
+    # Duration mode and -N measure no peak; perftest then prints 0.00, which is no measurement.
+    if peak > 0 or avg == 0:
+        rec["bw_peak_gbps"] = _gbps(peak, unit)
+    rec["bw_avg_gbps"] = _gbps(avg, unit)
+    rec["msg_rate_mpps"] = rate
+    if unit != "Gb/sec":
+        if "bw_peak_gbps" in rec:
+            rec["bw_peak_MBps_tool"] = peak
+        rec["bw_avg_MBps_tool"] = avg
+    if cpu and len(nums) > (6 if qos else 5):
+        rec["cpu_util_pct"] = nums[-1]
+    return rec
+
+
+def _lat_row(nums: list[float], kind: str, unit: str, cpu: bool) -> Record:
+    sfx = "us" if unit == "usec" else "cycles"
+    rec: Record = {"size_bytes": int(nums[0]), "iterations": int(nums[1])}
+    values = nums[2:-1] if cpu else nums[2:]
+    if cpu:
+        rec["cpu_util_pct"] = nums[-1]
+    if kind == "lat_dur":
+        names = ["lat_avg", "tps_avg"]
+    else:
+        names = ["lat_min", "lat_max", "lat_typical", "lat_avg", "lat_stdev", "lat_p99", "lat_p999"]
+    for name, value in zip(names, values, strict=False):
+        rec[name if name == "tps_avg" else f"{name}_{sfx}"] = value
+    return rec
+
+
+def parse_tables(text: str) -> list[Record]:
+    """Every result row of every table in ``text``, converted; no header facts, no errors."""
+    rows: list[Record] = []
+    kind: tuple[str, str] | None = None
+    qos = cpu = False
+    part: str | None = None
+    for line in text.splitlines():
+        found = _table_kind(line)
+        if found:
+            kind, qos, cpu = found, "#sl" in line, "CPU_Util" in line
+            continue
+        stripped = line.strip()
+        if stripped.startswith(("Local results", "Remote results")):
+            part = stripped.split()[0].lower()
+            continue
+        if kind is None:
+            continue
+        nums = _numbers(line)
+        if nums is None:
+            continue  # a warning, a histogram line, an error: tables resume after them
+        if kind[0] == "bw":
+            if len(nums) < (6 if qos else 5):
+                continue
+            rec = _bw_row(nums, kind[1], qos, cpu)
+        else:
+            if len(nums) < 3:
+                continue
+            rec = _lat_row(nums, kind[0], kind[1], cpu)
+        if part:
+            rec["report_part"] = part
+        rows.append(rec)
+    return rows
+
+
+def bw_unit(text: str) -> str | None:
+    """Unit of the bandwidth table in ``text`` (``MB/sec``, ``MiB/sec``, ``Gb/sec``), if any."""
+    for line in text.splitlines():
+        found = _table_kind(line)
+        if found and found[0] == "bw":
+            return found[1]
+    return None
+
+
+def _lenient_json(text: str) -> Any:
+    """json.loads, else the same after quoting bare keys/values and dropping trailing commas."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    fixed = []
+    for line in text.splitlines():
+        m = re.match(r'^(\s*)([A-Za-z_][\w.* ]*?)\s*:\s*(.*?)\s*$', line)
+        if m:
+            value = m.group(3)
+            comma = value.endswith(",")
+            value = value.rstrip(",").strip()
+            if value and value not in "{[" and not _NUMBER_RE.match(value) and not value.startswith('"'):
+                value = json.dumps(value)
+            line = f'{m.group(1)}"{m.group(2)}": {value}{"," if comma else ""}'
+        fixed.append(line)
+    joined = re.sub(r",(\s*[}\]])", r"\1", "\n".join(fixed))
+    try:
+        return json.loads(joined)
+    except ValueError:
+        return None
+
+
+_JSON_TEST_RE = re.compile(r"^(Send|RDMA_Write|RDMA_Read|Atomic)_(?:\w+_)?(BW|Latency)_Test$")
+
+
+def parse_out_json(text: str, unit: str | None) -> list[Record] | None:
+    """Records from a ``--out_json`` file; None when it is unreadable or holds no results.
+
+    The file does not say its bandwidth unit, so ``unit`` comes from the stdout table header
+    (or the step's ``report_gbits``); without it a bandwidth file is not used.
+    """
+    data = _lenient_json(text)
+    if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
+        return None
+    res, info = data["results"], data.get("test_info") or {}
+    rec: Record = {}
+    try:
+        rec["size_bytes"] = int(res["MsgSize"])
+        rec["iterations"] = int(res["n_iterations"])
+        if "BW_average" in res:
+            if unit is None:
+                return None
+            rec.update(_bw_row([rec["size_bytes"], rec["iterations"], float(res.get("BW_peak", 0)),
+                                float(res["BW_average"]), float(res.get("MsgRate", 0))],
+                               unit, False, False))
+        elif "t_min" in res:
+            names = ("t_min", "t_max", "t_typical", "t_avg", "t_stdev", "percentile_99",
+                     "percentile_99.9")
+            rec.update(_lat_row([rec["size_bytes"], rec["iterations"],
+                                 *[float(res[n]) for n in names if n in res]], "lat", "usec", False))
+        elif "t_avg" in res:
+            values = [float(res["t_avg"])] + ([float(res["tps_average"])] if "tps_average" in res else [])
+            rec.update(_lat_row([rec["size_bytes"], rec["iterations"], *values], "lat_dur", "usec", False))
+        else:
+            return None
+    except (KeyError, TypeError, ValueError):
+        return None
+    m = _JSON_TEST_RE.match(str(info.get("test", "")))
+    if m:
+        rec["perftest_test"] = f"ib_{_VERBS[m.group(1)]}_{'bw' if m.group(2) == 'BW' else 'lat'}"
+        rec["bidir"] = "_Bidirectional_" in str(info["test"])
+    facts = {"Device": info.get("Device"), "Link type": info.get("Link_type"),
+             "Mtu": info.get("Mtu"), "GID index": info.get("GID_index"),
+             "Transport type": info.get("Transport_type"),
+             "Connection type": info.get("Connection_type"), "Number of qps": info.get("Number_of_qps")}
+    rec.update(header_fields({k: str(v) for k, v in facts.items() if v is not None}))
+    rec["parsed_from"] = "out_json"
+    return [rec]
+
+
+def split_json(stdout: str) -> tuple[str, str | None]:
+    """(tool stdout, appended ``--out_json`` file text or None) of a wrapped client's stdout."""
+    head, sep, tail = stdout.partition(JSON_MARKER + "\n")
+    return (head, tail) if sep else (stdout, None)
+
+
+def numa_node(stderr: str) -> int | None:
+    """The NUMA node the adapter's wrapper pinned to, from its stderr line; None if unpinned."""
+    m = re.search(NUMA_MARKER + r"(\d+)", stderr)
+    return int(m.group(1)) if m else None
+
+
+def classify_error(text: str, rc: int | None = None) -> ToolFailure | None:
+    """The ToolFailure an output shows (quoting the tool's line), or None when none is known."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    for kind, pattern in _ERRORS:
+        for line in lines:
+            if pattern.search(line):
+                return ToolFailure(kind, f"perftest {kind}: {line!r} ({_HINTS[kind]})")
+    if rc == 127:
+        return ToolFailure("tool_missing", f"perftest tool_missing: exit code 127 ({_HINTS['tool_missing']})")
+    return None
+
+
+def no_result(text: str, rc: int | None = None) -> ToolFailure:
+    """The ToolFailure for an output with no result table and no known error: its last lines."""
+    lines = [ln.strip() for ln in text.splitlines()
+             if ln.strip() and not ln.startswith(NUMA_MARKER) and not _DASHES_RE.match(ln)]
+    tail = " | ".join(lines[-3:]) if lines else "(no output)"
+    code = "" if rc is None else f", exit code {rc}"
+    return ToolFailure("no_result", f"perftest printed no result table{code}; last lines: {tail!r}")
+
+
+def parse_output(stdout: str, stderr: str = "", rc: int | None = None,
+                 gbits: bool | None = None) -> list[Record]:
+    """Records from one perftest run (stdout, maybe with an appended JSON file, and stderr).
+
+    Raises ToolFailure when the output holds no result row. A valid ``--out_json`` file is used
+    when it covers every stdout row (it holds one size only, so ``-a`` sweeps come from stdout).
+    """
+    out, json_text = split_json(stdout)
+    rows = parse_tables(out)
+    unit = bw_unit(out) or (None if gbits is None else ("Gb/sec" if gbits else "MiB/sec"))
+    from_json = parse_out_json(json_text, unit) if json_text else None
+    if from_json and len(from_json) >= len(rows):
+        rows = from_json
+    else:
+        for row in rows:
+            row["parsed_from"] = "stdout"
+    if not rows:
+        both = out + "\n" + stderr
+        raise classify_error(both, rc) or no_result(both, rc)
+    common = {**describe(out), **header_fields(parse_header(out))}
+    node = numa_node(stderr)
+    if node is not None:
+        common["numa_node"] = node
+    return [{**common, **row} for row in rows]
+
+
+def parse_text(text: str) -> list[Record]:
+    """Records from one saved output (``bench parse perftest FILE``); errors raise ToolFailure."""
+    return parse_output(text)

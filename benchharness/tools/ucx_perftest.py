@@ -1,0 +1,281 @@
+"""ucx_perftest adapter: UCP/UCT bandwidth and latency between two hosts, and its output parser.
+
+The server (``ucx_perftest -p PORT``) takes every test parameter from the client, so only the
+client carries ``-t``/``-s``/``-n``. The server prints "Waiting for connection..." once it
+listens; ucx_perftest does not flush stdout when it is a pipe, so it runs under ``stdbuf -oL``.
+Transports come from the environment (``UCX_TLS``, ``UCX_NET_DEVICES``), ``tcp`` by default.
+
+Output (ucx ``src/tools/perf/perftest.c``): a table whose ``Final:`` row holds iterations, the
+percentile / average / overall latency (``latency (usec)`` for ping-pong tests, ``overhead
+(usec)`` for streaming ones), bandwidth in MB/s (``/ (1024.0 * 1024.0)``, i.e. MiB/s) and message
+rate in msg/s, each as a moment average and an overall average. Before 1.10 there is no Stage
+column and the last row is the final one; with ``-T`` > 1 the final row has the overall columns
+only.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from benchharness.errors import ToolFailure
+from benchharness.model import Command, CommandResult, Host, Record, Step
+from benchharness.units import parse_duration, parse_size
+
+MIB = 1 << 20
+UCP_TESTS = ("tag_bw", "tag_lat", "tag_sync_bw", "tag_sync_lat", "ucp_put_bw", "ucp_put_lat",
+             "ucp_get", "ucp_add", "ucp_fadd", "ucp_swap", "ucp_cswap", "stream_bw", "stream_lat",
+             "ucp_am_bw", "ucp_am_lat")
+UCT_TESTS = ("am_bw", "am_lat", "put_bw", "put_lat", "add_lat", "get", "fadd", "swap", "cswap",
+             "add_mr")
+READY_PATTERN = r"Waiting for connection"
+
+_NUM = r"-?[\d,]+(?:\.\d+)?"
+_ROW_RE = re.compile(r"^\s*(Final:|\[thread \d+\])?\s*((?:" + _NUM + r"\s+)*" + _NUM + r")\s*$")
+_ERRORS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (kind, re.compile(pattern)) for kind, pattern in (
+        ("tool_missing", r"command not found|: not found\s*$|failed to run command"
+                         r"|^env: .*No such file or directory"),
+        ("connect_failed", r"connect\(\) failed|client failed|Connection refused|No route to host"),
+        ("no_device", r"no usable transports/devices|Failed to run test: No such device"),
+        ("no_device", r"transport '[^']+' is not available"),
+        ("bad_args", r"Invalid option argument|Invalid argument for|Unsupported operation"),
+    ))
+_HINTS = {"tool_missing": "install ucx-utils on the host",
+          "connect_failed": "check that the server started and that data_ip is reachable",
+          "no_device": "check tls / net_devices against ucx_info -d on the host",
+          "bad_args": "check the suite's ucx_perftest parameters"}
+
+
+def _col_name(label: str) -> str:
+    """``50.0%ile`` -> ``p50``, ``99.9%ile`` -> ``p999``, ``typical`` -> ``typical``."""
+    m = re.match(r"([\d.]+)%ile", label)
+    if not m:
+        return "typical"
+    rank = m.group(1).rstrip("0").rstrip(".")
+    return "p" + rank.replace(".", "")
+
+
+def parse_output(text: str, pingpong: bool | None = None) -> list[Record]:
+    """The final result of one ucx_perftest client output; ToolFailure when there is none.
+
+    The usec columns are one-way latency for ping-pong tests (``lat_*``) and per-message
+    overhead for streaming ones (``overhead_*``); ``pingpong`` says which when the caller knows
+    the test, else the column title does (releases before 1.10 title both "latency").
+    """
+    lines = text.splitlines()
+    header = next((ln for ln in lines if "# iterations" in ln), None)
+    rows: list[tuple[str, list[float]]] = []
+    if header is not None:
+        for line in lines[lines.index(header) + 1:]:
+            m = _ROW_RE.match(line)
+            if m:
+                rows.append((m.group(1) or "", [float(t.replace(",", "")) for t in m.group(2).split()]))
+    staged = "Stage" in (header or "")
+    final = next((nums for label, nums in reversed(rows) if label == "Final:"), None)
+    if final is None and not staged and rows:
+        final = rows[-1][1]  # before ucx 1.10 the final row is the last row, unlabelled
+    if final is None or len(final) not in (4, 8):
+        raise classify_error(text) or _no_result(text)
+    if pingpong is None:
+        pingpong = any("latency (usec)" in ln for ln in lines)
+    kind = "lat" if pingpong else "overhead"
+    pct = _col_name((header or "").split("|")[3 if staged else 2].strip() if header else "")
+    rec: Record = {"iterations": int(final[0])}
+    if len(final) == 8:
+        rec[f"{kind}_{pct}_us"] = final[1]
+        lat_all, bw_mib, rate = final[3], final[5], final[7]
+    else:  # -T > 1: iterations, overall latency, overall bandwidth, overall message rate
+        lat_all, bw_mib, rate = final[1], final[2], final[3]
+    rec[f"{kind}_avg_us"] = lat_all
+    rec["bw_avg_gbps"] = round(bw_mib * MIB * 8 / 1e9, 6)
+    rec["bw_avg_MBps_tool"] = bw_mib
+    rec["msg_rate_mpps"] = round(rate / 1e6, 6)
+    size = re.search(r"\|\s*Message size:\s*(\d+)", text)
+    if size:
+        rec["size_bytes"] = int(size.group(1))
+    test = re.search(r"\|\s*Test:\s*(.*?)\s*\|", text)
+    if test:
+        rec["ucx_test_desc"] = test.group(1)
+    return [rec]
+
+
+def classify_error(text: str, rc: int | None = None) -> ToolFailure | None:
+    """The ToolFailure an output shows, quoting the tool's line; None when none is known."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    for kind, pattern in _ERRORS:
+        for line in lines:
+            if pattern.search(line):
+                return ToolFailure(kind, f"ucx_perftest {kind}: {line!r} ({_HINTS[kind]})")
+    if rc == 127:
+        return ToolFailure("tool_missing", f"ucx_perftest tool_missing: exit code 127 ({_HINTS['tool_missing']})")
+    return None
+
+
+def _no_result(text: str, rc: int | None = None) -> ToolFailure:
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith(("+", "|"))]
+    tail = " | ".join(lines[-3:]) if lines else "(no output)"
+    code = "" if rc is None else f", exit code {rc}"
+    return ToolFailure("no_result", f"ucx_perftest printed no final result{code}; last lines: {tail!r}")
+
+
+
+def _extra_args(params: Mapping[str, Any]) -> list[str]:
+    """``extra_args`` as an argv list: a string is split like a shell would (a suite list would
+    be swept, so suites write one string)."""
+    extra = params.get("extra_args")
+    if extra is None or extra == "":
+        return []
+    if isinstance(extra, str):
+        return shlex.split(extra)
+    if isinstance(extra, list | tuple) and all(isinstance(a, str) for a in extra):
+        return list(extra)
+    raise ValueError(f"extra_args: a string of options, not {extra!r}")
+
+
+class UcxPerftestAdapter:
+    """Adapter for ``ucx_perftest`` (ucx-utils); see the module docstring."""
+
+    name = "ucx_perftest"
+    description = "UCX bandwidth and latency with ucx_perftest (tag_bw, tag_lat, stream_bw ...)"
+    params: Mapping[str, Any] = {
+        "test": "tag_bw", "size": 65536, "iters": 10000, "warmup": None, "tls": "tcp",
+        "net_devices": None, "memory_type": None, "threads": None, "uct_device": None,
+        "uct_transport": None, "extra_args": None, "timeout": None,
+    }
+    patterns: Sequence[str] = ("pairs", "all-pairs", "ring", "incast", "self")
+
+    def check_params(self, params: Mapping[str, Any]) -> None:
+        """Raise ValueError naming the parameter when a value is wrong for ucx_perftest."""
+        unknown = set(params) - set(self.params)
+        if unknown:
+            raise ValueError(f"unknown ucx_perftest parameter(s): {', '.join(sorted(unknown))}")
+        test = params.get("test", "tag_bw")
+        if test not in UCP_TESTS + UCT_TESTS:
+            raise ValueError(f"test: one of {', '.join(UCP_TESTS + UCT_TESTS)}, not {test!r}")
+        if test in UCT_TESTS and not (params.get("uct_device") and params.get("uct_transport")):
+            raise ValueError(f"test: {test} is a UCT test; set uct_device and uct_transport")
+        parse_size(params.get("size", 65536))
+        for name in ("iters", "warmup", "threads"):
+            v = params.get(name)
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
+                raise ValueError(f"{name}: a non-negative integer, not {v!r}")
+        _extra_args(params)
+
+    def _p(self, step: Step) -> dict[str, Any]:
+        merged = {**self.params, **{k: v for k, v in step.params.items() if v is not None}}
+        self.check_params(merged)
+        return merged
+
+    @staticmethod
+    def env(params: Mapping[str, Any], host: Host) -> dict[str, str]:
+        """UCX_TLS and UCX_NET_DEVICES for a host: the suite's, else the host's data NIC."""
+        tls = str(params.get("tls") or "tcp")
+        env = {"UCX_TLS": tls}
+        devices = params.get("net_devices")
+        if devices is None:
+            found = []
+            if host.var("rdma_dev") and tls != "tcp":
+                found.append(f"{host.var('rdma_dev')}:{host.var('rdma_port', 1)}")
+            if host.var("netdev") and ("tcp" in tls.split(",") or tls == "all"):
+                found.append(str(host.var("netdev")))
+            devices = ",".join(found) or None
+        if devices and devices != "all":
+            env["UCX_NET_DEVICES"] = str(devices)
+        return env
+
+    @staticmethod
+    def timeout_s(params: Mapping[str, Any]) -> float:
+        """Bound for the client: a floor of 1 Gbit/s and 200 us per iteration, plus setup."""
+        if params.get("timeout") is not None:
+            return float(parse_duration(params["timeout"]))
+        size = parse_size(params.get("size", 65536))
+        iters = (params.get("iters") or 1_000_000) + (params.get("warmup") or 10_000)
+        threads = params.get("threads") or 1
+        return round(20.0 + iters * threads * (size * 8 / 1e9 + 200e-6), 1)
+
+    def client_args(self, params: Mapping[str, Any], server: Host, port: int) -> list[str]:
+        """``ucx_perftest <server> -p PORT -t TEST -s SIZE -n ITERS ...``."""
+        args = ["ucx_perftest", server.traffic_ip, "-p", str(port), "-t", str(params["test"]),
+                "-s", str(parse_size(params["size"]))]
+        for name, flag in (("iters", "-n"), ("warmup", "-w"), ("memory_type", "-m"),
+                           ("threads", "-T"), ("uct_device", "-d"), ("uct_transport", "-x")):
+            if params.get(name) is not None:
+                args += [flag, str(params[name])]
+        return args + _extra_args(params)
+
+    def commands(self, step: Step) -> list[Command]:
+        """Servers (background, ready on "Waiting for connection") first, then the clients."""
+        params = self._p(step)
+        if not step.hosts:
+            raise ValueError(f"step {step.id}: no hosts")
+        if len(step.hosts) == 1:
+            pairs = [(step.hosts[0], step.hosts[0], step.port)]
+        elif step.pattern == "incast":
+            pairs = [(step.hosts[0], h, step.port + i) for i, h in enumerate(step.hosts[1:])]
+        else:
+            pairs = [(step.hosts[0], step.hosts[1], step.port)]
+        many = len(pairs) > 1 or pairs[0][0] == pairs[0][1]
+        timeout = self.timeout_s(params)
+        servers, clients = [], []
+        for server, client, port in pairs:
+            tag = f"-p{port}" if many else ""
+            servers.append(Command(
+                host=server, role="server", argv=("stdbuf", "-oL", "ucx_perftest", "-p", str(port)),
+                env=self.env(params, server), background=True, ready_pattern=READY_PATTERN,
+                timeout_s=timeout + 30.0, label=f"server-{server.name}{tag}"))
+            clients.append(Command(
+                host=client, role="client", argv=tuple(self.client_args(params, server, port)),
+                env=self.env(params, client), timeout_s=timeout, label=f"client-{client.name}{tag}"))
+        return servers + clients
+
+    def parse_step(self, step: Step, results: Sequence[CommandResult]) -> list[Record]:
+        """Records from the clients; ToolFailure quoting the tool when a client has none."""
+        params = self._p(step)
+        servers = [r for r in results if r.command.role == "server"]
+        records: list[Record] = []
+        for res in results:
+            if res.command.role != "client":
+                continue
+            port = res.command.argv[res.command.argv.index("-p") + 1]
+            server = next((s for s in servers if s.command.argv[-1] == port), None)
+            text = res.stdout + "\n" + res.stderr
+            try:
+                rows = parse_output(text, "lat" in params["test"]) if res.ok else []
+                if not rows:
+                    raise classify_error(text, res.rc) or _no_result(text, res.rc)
+            except ToolFailure as exc:
+                err = exc
+                if res.timed_out:
+                    err = ToolFailure("timeout", f"did not finish within {res.command.timeout_s:.0f} s")
+                if server is not None and not server.ok and err.kind in ("connect_failed", "no_result"):
+                    srv_err = classify_error(server.stdout + "\n" + server.stderr, server.rc)
+                    if srv_err is not None:
+                        raise ToolFailure(srv_err.kind, f"step {step.id}, {server.command.name} on "
+                                                        f"{server.command.host.name}: {srv_err.message}") from exc
+                raise ToolFailure(err.kind, f"step {step.id}, {res.command.name} on "
+                                            f"{res.command.host.name}: {err.message}") from exc
+            for row in rows:
+                rec: Record = step.sample_labels()
+                rec.update({"ucx_test": params["test"], "role": "client",
+                            "size_bytes": parse_size(params["size"]),
+                            "tls": params.get("tls") or "tcp",
+                            "client_host": res.command.host.name,
+                            "server_host": server.command.host.name if server else None})
+                rec.update(row)
+                records.append(rec)
+        return records
+
+    @staticmethod
+    def classify(result: CommandResult) -> ToolFailure | None:
+        """The known error in one command's output (e.g. a server that never got ready), or None."""
+        return classify_error(result.stdout + "\n" + result.stderr, result.rc)
+
+    def parse_text(self, text: str) -> list[Record]:
+        """Records from one saved ucx_perftest client output."""
+        return parse_output(text)
+
+
+ADAPTER = UcxPerftestAdapter()
