@@ -257,8 +257,11 @@ class Runner:
         servers: list[tuple[Command, Process]] = []
         try:
             for cmd in commands:
-                for local_path, remote_path in cmd.uploads:
-                    self.transport(cmd.host).put(local_path, remote_path)
+                # A launcher (mpirun) starts the program on every host of the step: all need the files.
+                targets = {h.name: h for h in (step.hosts if cmd.role == "launcher" else (cmd.host,))}
+                for host in targets.values():
+                    for local_path, remote_path in cmd.uploads:
+                        self.transport(host).put(local_path, remote_path)
             longest = max((c.timeout_s for c in commands if not c.background), default=60.0)
             for cmd in (c for c in commands if c.background):
                 proc = self._start(cmd, limit_s=longest + READY_TIMEOUT_S + 30)

@@ -1,0 +1,117 @@
+"""Parse ``NCCL_DEBUG=INFO`` logs: which network NCCL used, over which devices, with GPUDirect RDMA or not.
+
+Log lines look like ``host:pid:tid [dev] NCCL INFO <message>`` (RCCL prints the same). The
+messages read here come from NCCL's init.cc, net.cc, transport/net_ib.cc, transport/net_socket.cc
+and transport/net.cc, e.g.::
+
+    NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [1]mlx5_1:1/IB ; OOB eth0:10.0.0.1<0>
+    NCCL INFO Using network IB
+    NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+_TAG = re.compile(r"\[\d+,\d+\]<(?:stdout|stderr|stddiag)>:")
+_VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+\S*)")
+_RCCL_VERSION = re.compile(r"RCCL version[ :]*(\d+\.\d+\.\d+\S*)")
+_USING_NETWORK = re.compile(r"NCCL INFO Using network (.+?)\s*$")
+_PLUGIN = re.compile(r"NCCL INFO NET/Plugin\s*:?\s*Loaded (?:net|coll) plugin (.+?)(?: \(v\d+\))?\s*$")
+_IB_USING = re.compile(r"NCCL INFO NET/IB\s*: Using (.*)$")
+_IB_DEVICE = re.compile(r"\[(\d+)\]([^:\s\[\]]+):(\d+)/(\w+)")
+_SOCKET_USING = re.compile(r"NCCL INFO NET/Socket\s*: Using (.*)$")
+_SOCKET_DEVICE = re.compile(r"\[(\d+)\]([^:\s\[\]]+):([^<\s]+)<\d+>")
+_IB_ATTEMPT = re.compile(r"NET/IB\s*: No device found|NET/IB\s*: Unable to open|Failed to open libibverbs"
+                         r"|NET/IB\s*:.*(?:error|failed)|NCCL_IB_HCA set")
+_CHANNEL_NET = re.compile(r"NCCL INFO Channel \d+(?:/\d+)? : .* via NET/([^/]+)/(\d+)(/GDRDMA)?")
+_CHANNEL_RING = re.compile(r"NCCL INFO Channel (\d+)(?:/(\d+))? :(?:\s+\d+)+\s*$")
+_COLL_CHANNELS = re.compile(r"NCCL INFO (\d+) coll channels")
+_WARN = re.compile(r"NCCL WARN (.*?)\s*$")
+
+# what a suite may write for ``require_network`` -> names NCCL logs for it
+_NETWORK_ALIASES = {"ib": ("ib", "ibext"), "socket": ("socket",), "ofi": ("aws libfabric", "ofi"),
+                    "efa": ("aws libfabric", "ofi")}
+
+
+def _devices_ib(text: str) -> list[dict[str, Any]]:
+    return [{"name": m.group(2), "port": int(m.group(3)), "link": m.group(4)}
+            for m in _IB_DEVICE.finditer(text.split(";")[0])]
+
+
+def _devices_socket(text: str) -> list[dict[str, Any]]:
+    return [{"name": m.group(2), "address": m.group(3)} for m in _SOCKET_DEVICE.finditer(text)]
+
+
+def parse_nccl_debug(text: str) -> dict[str, Any]:
+    """Network, devices, GPUDirect RDMA, socket fallback, channels, version and warnings from a log."""
+    networks: list[str] = []
+    plugins: list[str] = []
+    devices: list[dict[str, Any]] = []
+    warnings: list[str] = []
+    version: str | None = None
+    ib_attempted = False
+    ib_used = socket_used = False
+    net_channels = gdr_channels = 0
+    channel_net: str | None = None
+    ring_channels: set[int] = set()
+    ring_total: int | None = None
+    coll_channels: int | None = None
+    for line in _TAG.sub("", text).splitlines():
+        if version is None and (m := _VERSION.search(line) or _RCCL_VERSION.search(line)):
+            version = m.group(1)
+        if "NCCL" not in line:
+            continue
+        if m := _USING_NETWORK.search(line):
+            if m.group(1) not in networks:
+                networks.append(m.group(1))
+        elif m := _PLUGIN.search(line):
+            if m.group(1) not in plugins:
+                plugins.append(m.group(1))
+        elif m := _IB_USING.search(line):
+            ib_used = True
+            devices += [d for d in _devices_ib(m.group(1)) if d not in devices]
+        elif m := _SOCKET_USING.search(line):
+            socket_used = True
+            devices += [d for d in _devices_socket(m.group(1)) if d not in devices]
+        elif m := _CHANNEL_NET.search(line):
+            net_channels += 1
+            gdr_channels += 1 if m.group(3) else 0
+            channel_net = channel_net or m.group(1)
+        elif m := _CHANNEL_RING.search(line):
+            ring_channels.add(int(m.group(1)))
+            if m.group(2):
+                ring_total = int(m.group(2))
+        elif m := _COLL_CHANNELS.search(line):
+            coll_channels = max(coll_channels or 0, int(m.group(1)))
+        if _IB_ATTEMPT.search(line):
+            ib_attempted = True
+        if (m := _WARN.search(line)) and m.group(1) not in warnings:
+            warnings.append(m.group(1))
+    network = networks[0] if networks else (channel_net or ("IB" if ib_used else "Socket" if socket_used
+                                                             else plugins[0] if plugins else None))
+    channels = coll_channels or ring_total or (len(ring_channels) or None)
+    return {
+        "network": network,
+        "networks": networks or ([network] if network else []),
+        "plugins": plugins,
+        "devices": devices,
+        "gdr": (gdr_channels > 0) if net_channels else None,
+        "net_channels": net_channels,
+        "socket_fallback": bool(network and network.lower() == "socket" and ib_attempted),
+        "channels": channels,
+        "nccl_version": version,
+        "warnings": warnings,
+    }
+
+
+def network_matches(required: str, used: str | None) -> bool:
+    """True when the network NCCL logged (``IBext_v8``, ``AWS Libfabric``) is the ``required`` kind."""
+    if used is None:
+        return False
+    want, got = required.strip().lower(), used.strip().lower()
+    return any(got == name or got.startswith(name) for name in _NETWORK_ALIASES.get(want, (want,)))
+
+
+PARSERS = {"nccl-debug": parse_nccl_debug}

@@ -1,0 +1,420 @@
+"""Parse nccl-tests / rccl-tests output: the stdout table, nccl-tests' ``-J`` JSON, rccl-tests' CSV/JSON.
+
+Formats follow nccl-tests' src/common.cu (and src/util.cu from 2.17), every version since the
+per-collective ``print_header`` (old ``error`` column = max relative delta, printed ``%5.0le``)
+through ``#wrong`` (count of wrong elements, ``%5g`` / ``%6g``, ``N/A`` without ``-c``), and
+rccl-tests' ``-x FILE -Z csv|json`` reporter. Bandwidths are nccl-tests' GB/s = 10^9 bytes/s, so
+``algbw_GBps`` / ``busbw_GBps`` are the tool's figures unchanged.
+
+Failures are never numbers: wrong results, NCCL/CUDA failures and mpirun launch errors raise
+:class:`ToolFailure` with a stable ``kind``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from benchharness.errors import ToolFailure
+from benchharness.model import Record
+
+_TAG = re.compile(r"\[\d+,\d+\]<(?:stdout|stderr|stddiag)>:")
+# An NCCL log line ("host:pid:tid [dev] NCCL INFO ...") may start in the middle of a table row
+# (lazy connection setup logs while rank 0 has printed only the row's first columns), glued to
+# the row's last field: "      -1node01:2211:2301 [0] NCCL INFO Channel ...".
+_LOG = re.compile(r":\d+:\d+ \[\d+\] (?:NCCL|RCCL) (?:INFO|WARN|TRACE|ABORT)")
+_GLUED_NUMBER = re.compile(r"^-?\d+(?:\.\d+)?(?:[eE][+-]\d+)?\*?(?=[A-Za-z])")
+_WORDS = ("N/A", "fp8_e4m3", "fp8_e5m2", "bfloat16", "float", "double", "half", "uint8", "uint32", "uint64",
+          "int8", "int32", "int64", "char", "int", "mulsum", "none", "prod", "sum", "max", "min", "avg")
+_RANK = re.compile(r"^#\s+Rank\s+(\d+)(?:\s+Group\s+(\d+))?\s+Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)"
+                   r"\s+\[([^\]]*)\]\s*(.*?)\s*$")
+_OOB = re.compile(r"^#\s*Out of bounds values\s*:\s*(\d+)\s*(OK|FAILED)?")
+_AVG = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(\S+)\s*(OK|FAILED)?")
+_START = re.compile(r"^#\s*Collective test starting:\s*(\S+)")
+_VERSION = re.compile(r"^#\s*nccl-tests version (\S+)(?: nccl-headers=(\d+) nccl-library=(\d+))?")
+_RCCL_VERSION = re.compile(r"^rccl-tests: Version (\S+)")
+_CYCLE = re.compile(r"^#\s*Testing (\d+) cycle")
+
+_COLUMN_KEYS = {"time": "time_us", "cputime": "time_us", "algbw": "algbw_GBps", "busbw": "busbw_GBps",
+                "#wrong": "wrong", "error": "wrong", "i_min": "iter_min_us", "i_max": "iter_max_us",
+                "i_p99": "iter_p99_us", "i_cv%": "iter_cv_pct"}
+_LEAD = ("size", "count", "type", "redop", "root")
+
+# tool name spellings (program, JSON experiment, rccl reporter "AllReduce") -> suite op name
+_COLLECTIVES = {"allreduce": "all_reduce", "allgather": "all_gather", "reducescatter": "reduce_scatter",
+                "alltoall": "alltoall", "alltoallv": "alltoallv", "broadcast": "broadcast",
+                "bcast": "broadcast", "reduce": "reduce", "sendrecv": "sendrecv", "gather": "gather",
+                "scatter": "scatter", "hypercube": "hypercube"}
+
+# (pattern, kind, message prefix). Checked before the table: a run that failed is not measured.
+_FAILURES: tuple[tuple[re.Pattern[str], str, str], ...] = (
+    (re.compile(r"(\S+): Test NCCL failure (\S+) '([^']*)'"), "nccl_error", "NCCL failure"),
+    (re.compile(r"(\S+): Test (?:CUDA|HIP) failure (\S+) '([^']*)'"), "cuda_error", "CUDA failure"),
+    (re.compile(r"()Hip error: '([^']*)'\(\d+\) at (\S+)"), "cuda_error", "HIP failure"),
+    (re.compile(r"(\S+): Test timeout \((\d+s)\) (\S+)"), "timeout", "test timeout"),
+    (re.compile(r"mpirun was unable to (?:launch the specified application as it could not access\s+or "
+                r"execute an executable|find the specified executable file)[\s\S]*?Executable:\s*(\S+)"),
+     "tool_missing", "mpirun could not execute"),
+    (re.compile(r"(?:mpirun|orterun|mpiexec): (?:command )?not found"), "tool_missing", "mpirun not found"),
+    (re.compile(r"There are not enough slots available in the system to satisfy the (\d+)"),
+     "launch_failed", "mpirun: not enough slots for ranks:"),
+    (re.compile(r"ORTE was unable to reliably start one or more daemons"), "launch_failed",
+     "mpirun could not start its daemons on the other hosts (ssh, PATH, or no common network)"),
+    (re.compile(r"ORTE has lost communication with a remote daemon|An ORTE daemon has unexpectedly failed"),
+     "launch_failed", "mpirun lost a remote daemon"),
+    (re.compile(r"mpirun was unable to launch"), "launch_failed", "mpirun was unable to launch"),
+)
+_CRASH = re.compile(r"mpirun noticed that process rank (\d+) with PID (\d+) on node (\S+) exited on signal "
+                    r"(\d+)|Primary job\s+terminated normally, but (\d+) process returned")
+
+
+@dataclass
+class NcclRun:
+    """Everything one nccl-tests / rccl-tests output holds."""
+
+    records: list[Record] = field(default_factory=list)
+    ranks: list[dict[str, Any]] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def all_records(self) -> list[Record]:
+        """Result rows followed by one ``kind: summary`` record (ranks, footer, versions)."""
+        summary: Record = {"kind": "summary", **self.meta, "ranks": self.ranks, "nranks": len(self.ranks)
+                           or self.meta.get("nranks")}
+        return [*self.records, summary]
+
+
+def collective_name(name: str | None) -> str | None:
+    """Suite op name (``all_reduce``) for ``all_reduce_perf``, ``AllReduce``, ``./build/alltoall_perf``."""
+    if not name:
+        return None
+    base = name.rsplit("/", 1)[-1].strip().strip('"')
+    base = re.sub(r"_perf(_mpi)?$", "", base)
+    return _COLLECTIVES.get(base.replace("_", "").lower(), base)
+
+
+def strip_tags(text: str) -> str:
+    """Text without Open MPI ``--tag-output`` markers (they also appear mid-line)."""
+    return _TAG.sub("", text)
+
+
+def check_failures(text: str) -> None:
+    """Raise ToolFailure for a tool or launcher error found anywhere in ``text``."""
+    for pattern, kind, prefix in _FAILURES:
+        m = pattern.search(text)
+        if m:
+            detail = " ".join(g for g in m.groups() if g)
+            raise ToolFailure(kind, f"{prefix} {detail}".strip())
+
+
+def parse_nccl_tests(text: str, collective: str | None = None) -> NcclRun:
+    """Parse any nccl-tests/rccl-tests output (table, ``-J`` JSON, rccl CSV/JSON); raise ToolFailure."""
+    text = strip_tags(text)
+    stripped = text.lstrip()
+    if stripped.startswith(("{", "[")):
+        run = _parse_json(stripped, collective)
+    elif re.match(r"^\s*(numCycle,\s*)?collective,", text):
+        run = _parse_rccl_csv(text)
+    else:
+        check_failures(text)
+        run = _parse_table(text, collective)
+    if not run.records:
+        crash = _CRASH.search(text)
+        if crash:
+            raise ToolFailure("crashed", "a rank exited before any result: " + crash.group(0))
+        raise ToolFailure("no_results", "no nccl-tests result rows in the output")
+    _check_results(run)
+    return run
+
+
+def _check_results(run: NcclRun) -> None:
+    bad = [r for r in run.records if (r.get("wrong") or 0) > 0 or r.get("error_flagged")]
+    if bad:
+        r = bad[0]
+        raise ToolFailure("wrong_results", f"{r.get('collective') or 'collective'} returned wrong data: "
+                          f"{r.get('wrong')} wrong elements at {r['size_bytes']} B {r['placement']} "
+                          f"({len(bad)} rows with errors)")
+    oob = run.meta.get("out_of_bounds")
+    if oob:
+        raise ToolFailure("wrong_results", f"nccl-tests reported {oob} out-of-bounds values (FAILED)")
+    if run.meta.get("avg_busbw_check") == "FAILED":
+        raise ToolFailure("below_min_bw", f"average bus bandwidth {run.meta.get('avg_busbw_GBps')} GB/s "
+                          "is below NCCL_TESTS_MIN_BW")
+
+
+@dataclass
+class _Layout:
+    lead: list[str]
+    groups: list[list[str]]
+    placements: list[str]
+    timestamp: bool = False
+
+    @property
+    def width(self) -> int:
+        return len(self.lead) + sum(len(g) for g in self.groups) + (2 if self.timestamp else 0)
+
+
+def _layout(labels: list[str], banner: str) -> _Layout:
+    lead: list[str] = []
+    groups: list[list[str]] = []
+    timestamp = False
+    for label in labels:
+        if label == "timestamp":
+            timestamp = True
+        elif label in ("time", "cputime"):
+            groups.append([label])
+        elif groups:
+            groups[-1].append(label)
+        else:
+            lead.append(label)
+    if "out-of-place" in banner and "in-place" in banner.replace("out-of-place", ""):
+        placements = ["out-of-place", "in-place"]
+    elif "out-of-place" in banner:
+        placements = ["out-of-place"]
+    elif "in-place" in banner:
+        placements = ["in-place"]
+    else:
+        placements = ["out-of-place", "in-place"][: len(groups)] if len(groups) > 1 else ["out-of-place"]
+    return _Layout(lead, groups, placements, timestamp)
+
+
+def _number(token: str) -> float | None:
+    try:
+        return float(token)
+    except ValueError:
+        return None
+
+
+def _row(tokens: list[str], layout: _Layout, collective: str | None) -> list[Record]:
+    base: Record = {"kind": "result", "collective": collective, "redop": None, "root": None}
+    for name, tok in zip(layout.lead, tokens, strict=False):
+        if name in ("size", "count"):
+            base["size_bytes" if name == "size" else "count"] = int(tok)
+        elif name == "root":
+            base["root"] = int(tok)
+        else:
+            base[name] = tok
+    pos = len(layout.lead)
+    out: list[Record] = []
+    for placement, group in zip(layout.placements, layout.groups, strict=False):
+        rec = dict(base, placement=placement)
+        for label, tok in zip(group, tokens[pos:pos + len(group)], strict=True):
+            key = _COLUMN_KEYS.get(label, label)
+            if label == "cputime":
+                rec["time_is_cputime"] = True
+            if key != "wrong":
+                rec[key] = _number(tok)
+            elif tok == "N/A":
+                rec["wrong"] = None
+            elif label == "error":  # before 2.13: max relative delta, '*' when above threshold
+                rec["wrong"] = None
+                rec["max_delta_tool"] = _number(tok.rstrip("*"))
+                rec["error_flagged"] = tok.endswith("*")
+            else:
+                rec["wrong"] = int(float(tok))
+        pos += len(group)
+        out.append(rec)
+    if layout.timestamp:
+        for rec in out:
+            rec["timestamp"] = " ".join(tokens[-2:])
+    return out
+
+
+def _is_row_start(tokens: list[str]) -> bool:
+    return len(tokens) >= 3 and tokens[0].isdigit() and tokens[1].isdigit() and not tokens[2][0].isdigit()
+
+
+def _parse_table(text: str, collective: str | None) -> NcclRun:
+    run = NcclRun(meta={"format": "table"})
+    name = collective
+    layout: _Layout | None = None
+    banner = ""
+    pending: list[str] | None = None
+    cycle: int | None = None
+    for raw in text.splitlines():
+        line = _without_log(raw)
+        if not line.strip():
+            continue
+        stripped = line.strip()
+        if stripped.startswith("#"):
+            pending = None
+            name, layout, banner, cycle = _header_line(stripped, run, name, layout, banner, cycle)
+            continue
+        if (vm := _RCCL_VERSION.match(stripped)) is not None:
+            run.meta["rccl_tests_version"] = vm.group(1)
+            continue
+        if layout is None:
+            continue
+        tokens = stripped.split()
+        if pending is not None:
+            joined = pending + tokens
+            # a row cut by log lines continues with its numbers; a complete new row does not join
+            if len(joined) <= layout.width and not (_is_row_start(tokens) and len(tokens) == layout.width):
+                tokens = joined
+        pending = None
+        if not _is_row_start(tokens) or len(tokens) > layout.width:
+            continue
+        if len(tokens) < layout.width:
+            pending = tokens
+            continue
+        for rec in _row(tokens, layout, collective_name(name)):
+            if cycle is not None:
+                rec["cycle"] = cycle
+            run.records.append(rec)
+    run.meta["collective"] = collective_name(name)
+    return run
+
+
+def _without_log(line: str) -> str:
+    """The part of ``line`` before an NCCL log message that starts on it ('' for a log line)."""
+    if line.startswith("NCCL version "):
+        return ""
+    m = _LOG.search(line)
+    if not m:
+        return line
+    start = line.rfind(" ", 0, m.start()) + 1  # the host name is glued to what came before it
+    if not line[:start].strip():
+        return ""  # the line is a log line (table fields always start with spaces)
+    glued = line[start:m.start()]
+    num = _GLUED_NUMBER.match(glued) or re.match(r"-?\d", glued)
+    if num:
+        return line[:start] + num.group(0)
+    word = next((w for w in _WORDS if glued.startswith(w) and len(glued) > len(w)), "")
+    return line[:start] + word
+
+
+def _header_line(line: str, run: NcclRun, name: str | None, layout: _Layout | None, banner: str,
+                 cycle: int | None) -> tuple[str | None, _Layout | None, str, int | None]:
+    labels = line.lstrip("#").split()
+    if labels[:2] == ["size", "count"]:
+        return name, _layout(labels, banner), banner, cycle
+    if "out-of-place" in line or "in-place" in line:
+        return name, layout, line, cycle
+    if (m := _RANK.match(line)) is not None:
+        run.ranks.append({"rank": int(m.group(1)), "group": int(m.group(2)) if m.group(2) else None,
+                          "pid": int(m.group(3)), "host": m.group(4), "device": int(m.group(5)),
+                          "bus_id": m.group(6), "gpu": m.group(7)})
+    elif (m := _OOB.match(line)) is not None:
+        run.meta["out_of_bounds"] = int(m.group(1))
+    elif (m := _AVG.match(line)) is not None:
+        run.meta["avg_busbw_GBps"] = _number(m.group(1))
+        if m.group(2):
+            run.meta["avg_busbw_check"] = m.group(2)
+    elif (m := _START.match(line)) is not None:
+        name = name or m.group(1)
+    elif (m := _VERSION.match(line)) is not None:
+        run.meta["nccl_tests_version"] = m.group(1)
+        if m.group(3):
+            run.meta["nccl_library_version"] = int(m.group(3))
+    elif (m := _CYCLE.match(line)) is not None:
+        cycle = int(m.group(1))
+    elif line.startswith("# error:"):
+        run.meta.setdefault("errors", []).append(line[len("# error:"):].strip())
+    return name, layout, banner, cycle
+
+
+def _parse_json(text: str, collective: str | None) -> NcclRun:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        # rccl-tests before the array form wrote one object per line
+        try:
+            data = [json.loads(line) for line in text.splitlines() if line.strip()]
+        except json.JSONDecodeError as exc:
+            raise ToolFailure("no_results", f"unreadable nccl-tests JSON: {exc}") from exc
+    if isinstance(data, dict):
+        return _parse_nccl_json(data, collective)
+    if isinstance(data, list):
+        return _parse_rccl_rows(data, "rccl-json")
+    raise ToolFailure("no_results", "nccl-tests JSON is neither an object nor a list")
+
+
+def _parse_nccl_json(data: dict[str, Any], collective: str | None) -> NcclRun:
+    """nccl-tests ``-J file.json`` (util.cu, JSON_FILE_VERSION 1-2)."""
+    args = data.get("args") or []
+    name = collective_name(collective or (args[0] if args else None))
+    config = data.get("config") or {}
+    run = NcclRun(meta={"format": "nccl-json", "collective": name, "json_version": data.get("version"),
+                        "nccl_library_version": data.get("nccl_version")})
+    for dev in config.get("devices") or []:
+        run.ranks.append({"rank": dev.get("rank"), "group": dev.get("group"), "pid": dev.get("pid"),
+                          "host": dev.get("hostname"), "device": dev.get("device"),
+                          "bus_id": dev.get("device_hex"), "gpu": dev.get("device_info")})
+    for row in data.get("results") or []:
+        root = str(row.get("root", "")).strip()
+        base: Record = {"kind": "result", "collective": name, "size_bytes": row.get("size"),
+                        "count": row.get("count"), "type": row.get("type"), "redop": row.get("redop"),
+                        "root": int(root) if root.lstrip("-").isdigit() else None}
+        for key, placement in (("out_of_place", "out-of-place"), ("in_place", "in-place")):
+            body = row.get(key)
+            if not body:
+                continue
+            nwrong = body.get("nwrong")
+            rec = dict(base, placement=placement, time_us=body.get("time", body.get("cpu_time")),
+                       algbw_GBps=body.get("alg_bw"), busbw_GBps=body.get("bus_bw"),
+                       wrong=None if nwrong is None or nwrong == "nan" else int(float(nwrong)))
+            if "cpu_time" in body:
+                rec["time_is_cputime"] = True
+            per_iter = row.get(f"{key}_per_iter") or {}
+            for src, dst in (("min_us", "iter_min_us"), ("max_us", "iter_max_us"), ("p99_us", "iter_p99_us"),
+                             ("cv_pct", "iter_cv_pct")):
+                if src in per_iter:
+                    rec[dst] = per_iter[src]
+            run.records.append(rec)
+    oob = data.get("out_of_bounds") or {}
+    if "count" in oob:
+        run.meta["out_of_bounds"] = int(oob["count"])
+    avg = data.get("average_bus_bandwidth") or {}
+    if "bandwidth" in avg:
+        run.meta["avg_busbw_GBps"] = _number(str(avg["bandwidth"]))
+        if str(avg.get("okay")) == "false":
+            run.meta["avg_busbw_check"] = "FAILED"
+    if data.get("errors"):
+        run.meta["errors"] = list(data["errors"])
+    return run
+
+
+def _parse_rccl_csv(text: str) -> NcclRun:
+    """rccl-tests ``-x FILE -Z csv``: old ``collective, ranks, ...`` (with one more value per row than
+    header names under MPI) and new ``numCycle,collective,nodes,...`` headers; values align from the right."""
+    reader = csv.reader(io.StringIO(text), skipinitialspace=True)
+    header = [h.strip() for h in next(reader)]
+    rows: list[dict[str, Any]] = []
+    tail = ("size", "type", "redop", "inPlace", "time", "algBw", "busBw", "wrong")
+    for values in reader:
+        if not values or not any(v.strip() for v in values):
+            continue
+        row: dict[str, Any] = dict(zip(tail, values[-len(tail):], strict=True))
+        row["name"] = values[1] if header[0] == "numCycle" else values[0]
+        if header[0] == "numCycle":
+            row["numCycle"] = values[0]
+        if len(values) == len(header) and "ranks" in header:
+            row["ranks"] = values[header.index("ranks")]
+        rows.append(row)
+    return _parse_rccl_rows(rows, "rccl-csv")
+
+
+def _parse_rccl_rows(rows: list[Any], fmt: str) -> NcclRun:
+    run = NcclRun(meta={"format": fmt})
+    for row in rows:
+        if not isinstance(row, dict):
+            raise ToolFailure("no_results", f"unexpected rccl-tests {fmt} entry: {row!r}")
+        wrong = str(row.get("wrong", "N/A")).strip().strip('"')
+        in_place = int(row.get("inPlace", 0))
+        rec: Record = {"kind": "result", "collective": collective_name(str(row.get("name", ""))),
+                       "size_bytes": int(row["size"]), "count": None,
+                       "type": str(row.get("type", "")).strip('"'),
+                       "redop": str(row.get("redop", "")).strip('"'), "root": None,
+                       "placement": "in-place" if in_place else "out-of-place",
+                       "time_us": float(row["time"]), "algbw_GBps": float(row["algBw"]),
+                       "busbw_GBps": float(row["busBw"]), "wrong": None if wrong == "N/A" else int(wrong)}
+        if row.get("numCycle") is not None:
+            rec["cycle"] = int(row["numCycle"])
+        if row.get("ranks") is not None:
+            run.meta["nranks"] = int(row["ranks"])
+        run.records.append(rec)
+    run.meta["collective"] = run.records[0]["collective"] if run.records else None
+    return run

@@ -1,0 +1,286 @@
+"""Collective benchmarks: nccl-tests, rccl-tests, and the ``collective`` tool that picks one per host kind.
+
+One step is one ``mpirun`` on the step's first host (the launcher) with ranks on every step host
+(pattern ``group``, or ``scaling`` where the planner grows the host list). ``collective`` runs
+rccl-tests on hosts with ``gpus > 0`` and ``gpu_vendor: amd``, nccl-tests on other GPU hosts, and
+the CPU benchmark (``benchharness.collectives.mpi_allreduce``, same table) on hosts without GPUs.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import ipaddress
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from benchharness.errors import ConfigError, ToolFailure
+from benchharness.model import Command, CommandResult, Host, Record, Step
+from benchharness.tools.mpi_launch import build_mpirun, check_env, lab_cidr
+from benchharness.tools.nccl_debug import network_matches, parse_nccl_debug
+from benchharness.tools.nccl_parse import NcclRun, parse_nccl_tests
+from benchharness.units import parse_size
+
+GPU_COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce",
+                   "sendrecv", "gather", "scatter", "hypercube", "alltoallv")
+CPU_COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast")
+REDOPS = ("sum", "prod", "min", "max", "avg", "mulsum", "all")
+CPU_PROGRAM = "/tmp/benchharness/mpi_allreduce.py"
+
+PARAMS: dict[str, Any] = {
+    "op": "all_reduce", "minbytes": "8", "maxbytes": "128M", "stepfactor": 2, "iters": 20, "warmup": 5,
+    "check": 1, "redop": None, "datatype": None, "blocking": None, "cudagraph": None, "gpus_per_proc": 1,
+    "procs_per_host": None, "env": {}, "nccl_debug": False, "require_network": None, "require_gdr": None,
+    "binary_dir": None, "timeout": 900,
+}
+_FLAGS = (("minbytes", "-b"), ("maxbytes", "-e"), ("stepfactor", "-f"), ("iters", "-n"), ("warmup", "-w"),
+          ("check", "-c"), ("redop", "-o"), ("datatype", "-d"), ("blocking", "-z"), ("cudagraph", "-G"))
+
+
+def _merged(params: Mapping[str, Any]) -> dict[str, Any]:
+    unknown = sorted(set(params) - set(PARAMS))
+    if unknown:
+        raise ValueError(f"unknown parameter(s) {', '.join(unknown)}; known: {', '.join(PARAMS)}")
+    return {**PARAMS, **{k: v for k, v in params.items() if v is not None}}
+
+
+def check_collective_params(params: Mapping[str, Any], ops: Sequence[str] = GPU_COLLECTIVES) -> None:
+    """Raise ValueError naming the parameter when a value is wrong."""
+    p = _merged(params)
+    if p["op"] not in ops:
+        raise ValueError(f"op: {p['op']!r} is not one of {', '.join(ops)}")
+    for key in ("minbytes", "maxbytes"):
+        parse_size(p[key])
+    if parse_size(p["minbytes"]) > parse_size(p["maxbytes"]):
+        raise ValueError("minbytes is larger than maxbytes")
+    for key in ("stepfactor", "iters", "gpus_per_proc", "timeout"):
+        if isinstance(p[key], bool) or not isinstance(p[key], int) or p[key] < 1:
+            raise ValueError(f"{key}: must be a positive integer, not {p[key]!r}")
+    for key in ("warmup", "check", "blocking", "cudagraph", "procs_per_host"):
+        if p[key] is not None and (isinstance(p[key], bool) or not isinstance(p[key], int) or p[key] < 0):
+            raise ValueError(f"{key}: must be a non-negative integer, not {p[key]!r}")
+    if p["procs_per_host"] == 0:
+        raise ValueError("procs_per_host: must be at least 1")
+    if p["redop"] is not None and p["redop"] not in REDOPS:
+        raise ValueError(f"redop: {p['redop']!r} is not one of {', '.join(REDOPS)}")
+    if not isinstance(p["env"], Mapping):
+        raise ValueError("env: must be a mapping of NAME: value")
+    check_env(p["env"])
+    if p["require_gdr"] is not None and not isinstance(p["require_gdr"], bool):
+        raise ValueError("require_gdr: must be true or false")
+    if p["require_network"] is not None and not isinstance(p["require_network"], str):
+        raise ValueError("require_network: must be a name such as IB, Socket or OFI")
+
+
+def _slots(step: Step, p: Mapping[str, Any], gpus: bool) -> list[int]:
+    if p["procs_per_host"]:
+        return [int(p["procs_per_host"])] * len(step.hosts)
+    if not gpus:
+        return [1] * len(step.hosts)
+    return [max(1, int(h.var("gpus", 1) or 1) // int(p["gpus_per_proc"])) for h in step.hosts]
+
+
+def _if_include(launcher: Host) -> str | None:
+    """Host var ``mpi_if_include`` (CIDR or interfaces; empty disables), else the /24 of the traffic IP."""
+    configured = launcher.var("mpi_if_include")
+    if configured is not None:
+        return str(configured) or None
+    try:
+        ipaddress.ip_address(launcher.traffic_ip)
+    except ValueError:
+        return None  # a host name: let Open MPI choose its interfaces
+    return lab_cidr(launcher.traffic_ip)
+
+
+def _mpirun(step: Step, p: Mapping[str, Any], program: list[str], env: Mapping[str, object],
+            gpus: bool, uploads: tuple[tuple[str, str], ...] = ()) -> list[Command]:
+    launcher = step.hosts[0]
+    mca = launcher.var("mpi_mca") or {}
+    argv = build_mpirun(step.hosts, _slots(step, p, gpus), program, env,
+                        rsh_agent=launcher.var("mpi_rsh_agent"), if_include=_if_include(launcher),
+                        allow_run_as_root=launcher.user in (None, "root") or bool(launcher.var("mpi_allow_root")),
+                        mca={str(k): str(v) for k, v in dict(mca).items()},
+                        mpirun=str(launcher.var("mpirun", "mpirun")))
+    return [Command(host=launcher, role="launcher", argv=tuple(argv), timeout_s=float(p["timeout"]),
+                    label=f"mpirun-{launcher.name}", uploads=uploads)]
+
+
+def _tool_args(p: Mapping[str, Any], flags: Sequence[tuple[str, str]]) -> list[str]:
+    out: list[str] = []
+    for key, flag in flags:
+        value = p[key]
+        if value is None:
+            continue
+        out += [flag, str(parse_size(value)) if key in ("minbytes", "maxbytes") else str(value)]
+    return out
+
+
+def _result(step: Step, results: Sequence[CommandResult]) -> CommandResult:
+    if not results:
+        raise ToolFailure("no_results", f"step {step.id}: mpirun did not run")
+    res = results[0]
+    if res.error:
+        raise ToolFailure("launch_failed", f"step {step.id}: {res.error}")
+    return res
+
+
+def _parse(step: Step, res: CommandResult, collective: str) -> NcclRun:
+    """The step's output parsed; a ToolFailure names the step and the launcher host."""
+    try:
+        return parse_nccl_tests(f"{res.stdout}\n{res.stderr}", collective=collective)
+    except ToolFailure as exc:
+        raise ToolFailure(exc.kind, f"step {step.id} on {res.command.host.name}: {exc}") from exc
+
+
+def _finish(step: Step, res: CommandResult, records: list[Record], extra: Record) -> list[Record]:
+    if res.timed_out:
+        raise ToolFailure("timeout", f"step {step.id}: mpirun ran past {res.command.timeout_s:.0f} s")
+    if res.rc not in (0, None) and not res.stopped:
+        raise ToolFailure("crashed", f"step {step.id}: mpirun exited with status {res.rc}")
+    labels = step.sample_labels()
+    nhosts = len(step.hosts)
+    return [{**labels, **rec, **extra, "nhosts": nhosts} for rec in records]
+
+
+class NcclTests:
+    """nccl-tests (``vendor='nvidia'``) or rccl-tests (``vendor='amd'``): ``<op>_perf`` under mpirun."""
+
+    params = PARAMS
+    patterns = ("group", "scaling")
+
+    def __init__(self, name: str, vendor: str, dir_var: str) -> None:
+        self.name, self.vendor, self.dir_var = name, vendor, dir_var
+        self.description = f"{name}: NCCL-style collectives ({'RCCL, ROCm' if vendor == 'amd' else 'NCCL'}) "\
+                           "over mpirun, with NCCL_DEBUG transport checks"
+
+    def check_params(self, params: Mapping[str, Any]) -> None:
+        check_collective_params(params)
+
+    def env(self, p: Mapping[str, Any]) -> dict[str, object]:
+        env: dict[str, object] = dict(p["env"])
+        if p["nccl_debug"] or p["require_network"] or p["require_gdr"] is not None:
+            env.setdefault("NCCL_DEBUG", "INFO")
+            env.setdefault("NCCL_DEBUG_SUBSYS", "INIT,NET")
+        return env
+
+    def commands(self, step: Step) -> list[Command]:
+        p = _merged(step.params)
+        bindir = p["binary_dir"] or step.hosts[0].var(self.dir_var)
+        binary = f"{str(bindir).rstrip('/')}/{p['op']}_perf" if bindir else f"{p['op']}_perf"
+        program = [binary, *_tool_args(p, _FLAGS), "-g", str(p["gpus_per_proc"])]
+        return _mpirun(step, p, program, self.env(p), gpus=True)
+
+    def parse_step(self, step: Step, results: Sequence[CommandResult]) -> list[Record]:
+        p = _merged(step.params)
+        res = _result(step, results)
+        run = _parse(step, res, p["op"])
+        debug = parse_nccl_debug(f"{res.stdout}\n{res.stderr}")
+        try:
+            self.check_transport(p, debug)
+        except ToolFailure as exc:
+            raise ToolFailure(exc.kind, f"step {step.id} on {res.command.host.name}: {exc}") from exc
+        extra: Record = {"backend": self.name, "nccl_network": debug["network"], "nccl_gdr": debug["gdr"]}
+        summary_extra = {"nccl_devices": debug["devices"], "nccl_channels": debug["channels"],
+                         "nccl_version": debug["nccl_version"], "nccl_socket_fallback": debug["socket_fallback"],
+                         "nccl_warnings": debug["warnings"]}
+        records = [dict(r, **summary_extra) if r.get("kind") == "summary" else r for r in run.all_records()]
+        return _finish(step, res, records, extra)
+
+    @staticmethod
+    def check_transport(p: Mapping[str, Any], debug: Mapping[str, Any]) -> None:
+        """ToolFailure('transport_mismatch') when NCCL's network or GPUDirect RDMA is not what the suite asks."""
+        want, used = p.get("require_network"), debug.get("network")
+        if want and not network_matches(want, used):
+            why = " (fell back from IB)" if debug.get("socket_fallback") else ""
+            raise ToolFailure("transport_mismatch", f"NCCL used {used or 'an unknown network'}{why}, "
+                              f"suite requires {want}")
+        gdr = p.get("require_gdr")
+        if gdr is not None and debug.get("gdr") is not gdr:
+            got = {True: "used", False: "did not use", None: "did not log"}[debug.get("gdr")]
+            raise ToolFailure("transport_mismatch", f"NCCL {got} GPUDirect RDMA, suite requires "
+                              f"require_gdr={str(gdr).lower()}")
+
+    def parse_text(self, text: str) -> list[Record]:
+        debug = parse_nccl_debug(text)
+        extra = {"backend": self.name, "nccl_network": debug["network"], "nccl_gdr": debug["gdr"]}
+        return [{**r, **extra} for r in parse_nccl_tests(text).all_records()]
+
+
+class CpuCollective:
+    """The CPU benchmark (mpi4py + NumPy over Open MPI) in nccl-tests' table format."""
+
+    name = "mpi-collective"
+    description = "CPU collectives over MPI (mpi4py, NumPy), printed as an nccl-tests table"
+    params = PARAMS
+    patterns = ("group", "scaling")
+
+    def check_params(self, params: Mapping[str, Any]) -> None:
+        check_collective_params(params, CPU_COLLECTIVES)
+
+    def commands(self, step: Step) -> list[Command]:
+        p = _merged(step.params)
+        if p["op"] not in CPU_COLLECTIVES:
+            raise ConfigError(f"step {step.id}: the CPU benchmark has no {p['op']} "
+                              f"(it has {', '.join(CPU_COLLECTIVES)})")
+        spec = importlib.util.find_spec("benchharness.collectives.mpi_allreduce")
+        if spec is None or spec.origin is None:
+            raise ToolFailure("tool_missing", "benchharness.collectives.mpi_allreduce is not installed")
+        python = str(step.hosts[0].var("bench_python", "python3"))
+        program = [python, CPU_PROGRAM, "--collective", p["op"],
+                   *_tool_args(p, [f for f in _FLAGS if f[0] not in ("datatype", "blocking", "cudagraph")])]
+        return _mpirun(step, p, program, p["env"], gpus=False, uploads=((spec.origin, CPU_PROGRAM),))
+
+    def parse_step(self, step: Step, results: Sequence[CommandResult]) -> list[Record]:
+        p = _merged(step.params)
+        res = _result(step, results)
+        run = _parse(step, res, p["op"])
+        extra: Record = {"backend": "mpi4py", "nccl_network": None, "nccl_gdr": None}
+        return _finish(step, res, run.all_records(), extra)
+
+    def parse_text(self, text: str) -> list[Record]:
+        extra = {"backend": "mpi4py", "nccl_network": None, "nccl_gdr": None}
+        return [{**r, **extra} for r in parse_nccl_tests(text).all_records()]
+
+
+NCCL = NcclTests("nccl-tests", "nvidia", "nccl_tests_dir")
+RCCL = NcclTests("rccl-tests", "amd", "rccl_tests_dir")
+CPU = CpuCollective()
+
+
+def backend_for(hosts: Sequence[Host]) -> NcclTests | CpuCollective:
+    """rccl-tests for AMD GPU hosts, nccl-tests for other GPU hosts, the CPU benchmark without GPUs."""
+    kinds = set()
+    for h in hosts:
+        gpus = int(h.var("gpus", 0) or 0)
+        kinds.add("cpu" if gpus <= 0 else "amd" if str(h.var("gpu_vendor", "nvidia")).lower() == "amd"
+                  else "nvidia")
+    if len(kinds) > 1:
+        raise ConfigError(f"hosts {', '.join(h.name for h in hosts)} mix {' and '.join(sorted(kinds))} "
+                          "hosts; one collective step needs one kind")
+    kind = kinds.pop() if kinds else "cpu"
+    return {"amd": RCCL, "nvidia": NCCL}.get(kind, CPU)
+
+
+class Collective:
+    """Tool ``collective``: the right backend for the step's hosts (see :func:`backend_for`)."""
+
+    name = "collective"
+    description = "collective sweep: rccl-tests on AMD GPUs, nccl-tests on NVIDIA GPUs, MPI CPU benchmark otherwise"
+    params = PARAMS
+    patterns = ("group", "scaling")
+
+    def check_params(self, params: Mapping[str, Any]) -> None:
+        check_collective_params(params)
+
+    def commands(self, step: Step) -> list[Command]:
+        return backend_for(step.hosts).commands(step)
+
+    def parse_step(self, step: Step, results: Sequence[CommandResult]) -> list[Record]:
+        return backend_for(step.hosts).parse_step(step, results)
+
+    def parse_text(self, text: str) -> list[Record]:
+        if "# benchharness mpi_allreduce" in text:
+            return CPU.parse_text(text)
+        return (RCCL if "rccl-tests: Version" in text else NCCL).parse_text(text)
+
+
+ADAPTERS = [NCCL, RCCL, CPU, Collective()]

@@ -1,0 +1,125 @@
+"""NCCL_DEBUG=INFO log parser and the adapters' transport checks.
+
+No GPUs or RDMA here: the logs under tests/fixtures/nccl/debug/ are written in NCCL's real log
+format ("host:pid:tid [dev] NCCL INFO ...", messages from init.cc, net_ib.cc, net_socket.cc,
+transport/net.cc and the aws-ofi-nccl plugin), each with its expected parse beside it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchharness.errors import ToolFailure
+from benchharness.model import CommandResult, Host, Step
+from benchharness.parsers import get_parser
+from benchharness.tools.nccl_debug import network_matches, parse_nccl_debug
+from benchharness.tools.nccl_tests import NCCL
+
+FIXTURES = Path(__file__).parent / "fixtures" / "nccl"
+LOGS = sorted((FIXTURES / "debug").glob("*.log"))
+
+
+@pytest.mark.parametrize("path", LOGS, ids=lambda p: p.name)
+def test_log_matches_expected_parse(path: Path) -> None:
+    expected = json.loads(path.with_suffix(".expected.json").read_text())
+    assert parse_nccl_debug(path.read_text()) == expected
+
+
+def log(name: str) -> dict:
+    return parse_nccl_debug((FIXTURES / "debug" / name).read_text())
+
+
+def test_ib_with_gpudirect_rdma() -> None:
+    got = log("nccl-2.21-ib-gdr.log")
+    assert (got["network"], got["gdr"], got["socket_fallback"], got["channels"]) == ("IB", True, False, 2)
+    assert got["devices"] == [{"name": "mlx5_0", "port": 1, "link": "RoCE"},
+                              {"name": "mlx5_1", "port": 1, "link": "RoCE"}]
+    assert got["nccl_version"] == "2.21.5+cuda12.4"
+    assert got["warnings"] == ["NET/IB : mlx5_1:1 Got async event : port error"]
+
+
+def test_socket_fallback_after_ib_found_no_device() -> None:
+    got = log("nccl-2.11-socket-fallback.log")
+    assert (got["network"], got["socket_fallback"], got["gdr"]) == ("Socket", True, False)
+    assert {"name": "ib0", "address": "192.168.30.21"} in got["devices"]
+    assert got["nccl_version"] == "2.11.4+cuda11.4"  # printed bare by rank 0 in 2.11
+
+
+def test_plugins_and_no_gdr() -> None:
+    efa = log("nccl-2.18-aws-ofi-efa.log")
+    assert (efa["network"], efa["gdr"], efa["channels"]) == ("AWS Libfabric", True, 8)
+    assert efa["plugins"] == ["AWS Libfabric"]
+    ibext = log("nccl-2.19-ibext-no-gdr.log")  # also under mpirun --tag-output
+    assert (ibext["network"], ibext["gdr"], ibext["net_channels"]) == ("IBext_v7", False, 3)
+
+
+def test_unknown_without_net_channels_or_logs() -> None:
+    got = parse_nccl_debug("gpu01:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read\n")
+    assert (got["network"], got["gdr"], got["socket_fallback"], got["channels"]) == (None, None, False, None)
+    socket_by_choice = parse_nccl_debug("h:1:1 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 1.\n"
+                                        "h:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>\n"
+                                        "h:1:1 [0] NCCL INFO Using network Socket\n")
+    assert socket_by_choice["network"] == "Socket" and socket_by_choice["socket_fallback"] is False
+
+
+@pytest.mark.parametrize(("required", "used", "ok"), [
+    ("IB", "IB", True), ("ib", "IBext_v8", True), ("IB", "Socket", False), ("Socket", "Socket", True),
+    ("OFI", "AWS Libfabric", True), ("EFA", "AWS Libfabric", True), ("IB", None, False),
+    ("AWS Libfabric", "AWS Libfabric", True), ("Socket", "IB", False),
+])
+def test_network_matches(required: str, used: str | None, ok: bool) -> None:
+    assert network_matches(required, used) is ok
+
+
+def test_registered_as_bench_parse_parser() -> None:
+    assert get_parser("nccl-debug") is parse_nccl_debug
+
+
+def step_with(params: dict) -> Step:
+    hosts = (Host("gpu01", "10.1.0.11", user="root", vars={"gpus": 4, "nccl_tests_dir": "/opt/nccl-tests/build"}),
+             Host("gpu02", "10.1.0.12", user="root", vars={"gpus": 4}))
+    return Step(id="s1", test="allreduce", tool="nccl-tests", params=params, hosts=hosts, pattern="group")
+
+
+def finished(step: Step, stdout: str) -> list[CommandResult]:
+    (cmd,) = NCCL.commands(step)
+    return [CommandResult(command=cmd, rc=0, stdout=stdout, stderr="", started=0.0, ended=1.0)]
+
+
+GATHER = (FIXTURES / "nccl-tests-2.15-all_gather-tag-output.txt").read_text()
+FALLBACK = (FIXTURES / "debug" / "nccl-2.11-socket-fallback.log").read_text()
+
+
+def test_transport_required_and_found() -> None:
+    step = step_with({"op": "all_gather", "require_network": "IB", "require_gdr": True})
+    records = NCCL.parse_step(step, finished(step, GATHER))
+    results = [r for r in records if r["kind"] == "result"]
+    assert len(results) == 12
+    assert all(r["nccl_network"] == "IB" and r["nccl_gdr"] is True for r in results)
+    assert all(r["test"] == "allreduce" and r["nhosts"] == 2 and r["backend"] == "nccl-tests" for r in results)
+
+
+def test_transport_mismatch_socket_fallback() -> None:
+    step = step_with({"op": "all_gather", "require_network": "IB"})
+    with pytest.raises(ToolFailure) as info:
+        NCCL.parse_step(step, finished(step, FALLBACK + GATHER.replace("Using network IB", "")))
+    assert info.value.kind == "transport_mismatch"
+    assert str(info.value) == "step s1 on gpu01: NCCL used Socket (fell back from IB), suite requires IB"
+
+
+def test_gdr_required_but_not_used() -> None:
+    step = step_with({"op": "all_gather", "require_gdr": True})
+    no_gdr = GATHER.replace("/GDRDMA", "")
+    with pytest.raises(ToolFailure, match="did not use GPUDirect RDMA") as info:
+        NCCL.parse_step(step, finished(step, no_gdr))
+    assert info.value.kind == "transport_mismatch"
+
+
+def test_require_network_turns_nccl_debug_on() -> None:
+    (cmd,) = NCCL.commands(step_with({"op": "all_reduce", "require_network": "IB"}))
+    assert "NCCL_DEBUG=INFO" in cmd.argv and "NCCL_DEBUG_SUBSYS=INIT,NET" in cmd.argv
+    (plain,) = NCCL.commands(step_with({"op": "all_reduce"}))
+    assert not any(a.startswith("NCCL_DEBUG") for a in plain.argv)
