@@ -169,12 +169,12 @@ def test_real_cpu_collectives_through_the_adapter(tmp_path: Path, monkeypatch: p
         result = CommandResult(command=cmd, rc=proc.returncode, stdout=proc.stdout, stderr=proc.stderr,
                                started=started, ended=time.time())
         records = tool.parse_step(step, [result])
-        results = [r for r in records if r["kind"] == "result"]
+        results = [r for r in records if r["kind"] == "summary"]
         assert {r["collective"] for r in results} == {op}
         assert len(results) == 6 and all(r["wrong"] == 0 for r in results)
         assert all(r["backend"] == "mpi4py" and r["nccl_network"] is None and r["step"] == step.id
                    for r in results)
-        assert records[-1]["kind"] == "summary" and records[-1]["nranks"] == 3
+        assert records[-1]["kind"] == "footer" and records[-1]["nranks"] == 3
         assert tool.parse_text(proc.stdout)[0]["backend"] == "mpi4py"
 
 

@@ -117,3 +117,38 @@ def test_interrupt_stops_every_remote_process_and_keeps_samples(lab3: LabInfo, l
     assert run.run_info()["state"] == "interrupted"
     # the interrupted step's raw output is kept
     assert any(p.name.startswith("client-") for p in run.raw_files())
+
+
+def test_allreduce_suite_through_real_mpirun_over_ssh(lab3: LabInfo, tmp_path: Path) -> None:
+    """The CPU all-reduce on 3 lab hosts: mpirun over the lab's ssh, busbw for every size, #wrong 0."""
+    out = tmp_path / "run"
+    res = bench("run", "suite=allreduce", f"hosts={lab3.inventory}", "maxbytes=1M", f"out={out}")
+    assert res.returncode == 0, res.stdout + res.stderr
+    rows = summaries(RunDir(out))
+    sizes = {r["size_bytes"] for r in rows}
+    assert sizes == {8 << i for i in range(18)}  # 8 B .. 1 MiB, x2
+    assert all(r["wrong"] == 0 and r["busbw_GBps"] >= 0 for r in rows)
+    assert {r["placement"] for r in rows} == {"out-of-place", "in-place"}
+    footer = [s for s in RunDir(out).samples() if s.get("kind") == "footer"]
+    assert footer and footer[0]["nranks"] == 3
+    assert {r["host"] for r in footer[0]["ranks"]} == {"h1", "h2", "h3"}
+
+
+def test_ucx_suite_between_lab_hosts(lab3: LabInfo, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    res = bench("run", "suite=ucx", f"hosts={lab3.inventory}", f"out={out}")
+    assert res.returncode == 0, res.stdout + res.stderr
+    rows = summaries(RunDir(out))
+    assert any(r.get("bw_avg_gbps", 0) > 0 for r in rows)
+    assert any(r.get("lat_avg_us", 0) > 0 for r in rows)
+
+
+def test_perftest_without_rdma_is_a_classified_step_failure(lab3: LabInfo, tmp_path: Path) -> None:
+    """This kernel has no RDMA: the real ib_write_bw runs and says so; the run exits 3 with no_device."""
+    out = tmp_path / "run"
+    res = bench("run", "suite=rdma-bw", f"hosts={lab3.inventory}", "size=64K", "bidir=false", f"out={out}",
+                timeout=600)
+    assert res.returncode == 3, res.stdout + res.stderr
+    info = RunDir(out).run_info()
+    assert info["failures"] and all(f["kind"] == "no_device" for f in info["failures"])
+    assert RunDir(out).samples() == []

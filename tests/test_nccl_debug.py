@@ -96,7 +96,7 @@ FALLBACK = (FIXTURES / "debug" / "nccl-2.11-socket-fallback.log").read_text()
 def test_transport_required_and_found() -> None:
     step = step_with({"op": "all_gather", "require_network": "IB", "require_gdr": True})
     records = NCCL.parse_step(step, finished(step, GATHER))
-    results = [r for r in records if r["kind"] == "result"]
+    results = [r for r in records if r["kind"] == "summary"]
     assert len(results) == 12
     assert all(r["nccl_network"] == "IB" and r["nccl_gdr"] is True for r in results)
     assert all(r["test"] == "allreduce" and r["nhosts"] == 2 and r["backend"] == "nccl-tests" for r in results)

@@ -87,9 +87,9 @@ def test_tag_output_and_log_lines_inside_a_row() -> None:
 
 def test_adapter_parse_text_attaches_nccl_transport() -> None:
     records = NCCL.parse_text((FIXTURES / "nccl-tests-2.15-all_gather-tag-output.txt").read_text())
-    results = [r for r in records if r["kind"] == "result"]
+    results = [r for r in records if r["kind"] == "summary"]
     assert results and all(r["nccl_network"] == "IB" and r["nccl_gdr"] is True for r in results)
-    assert records[-1]["kind"] == "summary" and records[-1]["nranks"] == 4
+    assert records[-1]["kind"] == "footer" and records[-1]["nranks"] == 4
 
 
 def test_check_off_prints_na_and_gives_none() -> None:

@@ -82,7 +82,7 @@ class NcclRun:
 
     def all_records(self) -> list[Record]:
         """Result rows followed by one ``kind: summary`` record (ranks, footer, versions)."""
-        summary: Record = {"kind": "summary", **self.meta, "ranks": self.ranks, "nranks": len(self.ranks)
+        summary: Record = {"kind": "footer", **self.meta, "ranks": self.ranks, "nranks": len(self.ranks)
                            or self.meta.get("nranks")}
         return [*self.records, summary]
 
@@ -189,7 +189,7 @@ def _number(token: str) -> float | None:
 
 
 def _row(tokens: list[str], layout: _Layout, collective: str | None) -> list[Record]:
-    base: Record = {"kind": "result", "collective": collective, "redop": None, "root": None}
+    base: Record = {"kind": "summary", "collective": collective, "redop": None, "root": None}
     for name, tok in zip(layout.lead, tokens, strict=False):
         if name in ("size", "count"):
             base["size_bytes" if name == "size" else "count"] = int(tok)
@@ -345,7 +345,7 @@ def _parse_nccl_json(data: dict[str, Any], collective: str | None) -> NcclRun:
                           "bus_id": dev.get("device_hex"), "gpu": dev.get("device_info")})
     for row in data.get("results") or []:
         root = str(row.get("root", "")).strip()
-        base: Record = {"kind": "result", "collective": name, "size_bytes": row.get("size"),
+        base: Record = {"kind": "summary", "collective": name, "size_bytes": row.get("size"),
                         "count": row.get("count"), "type": row.get("type"), "redop": row.get("redop"),
                         "root": int(root) if root.lstrip("-").isdigit() else None}
         for key, placement in (("out_of_place", "out-of-place"), ("in_place", "in-place")):
@@ -404,7 +404,7 @@ def _parse_rccl_rows(rows: list[Any], fmt: str) -> NcclRun:
             raise ToolFailure("no_results", f"unexpected rccl-tests {fmt} entry: {row!r}")
         wrong = str(row.get("wrong", "N/A")).strip().strip('"')
         in_place = int(row.get("inPlace", 0))
-        rec: Record = {"kind": "result", "collective": collective_name(str(row.get("name", ""))),
+        rec: Record = {"kind": "summary", "collective": collective_name(str(row.get("name", ""))),
                        "size_bytes": int(row["size"]), "count": None,
                        "type": str(row.get("type", "")).strip('"'),
                        "redop": str(row.get("redop", "")).strip('"'), "root": None,

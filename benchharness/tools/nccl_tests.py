@@ -52,9 +52,11 @@ def check_collective_params(params: Mapping[str, Any], ops: Sequence[str] = GPU_
         parse_size(p[key])
     if parse_size(p["minbytes"]) > parse_size(p["maxbytes"]):
         raise ValueError("minbytes is larger than maxbytes")
-    for key in ("stepfactor", "iters", "gpus_per_proc", "timeout"):
+    for key in ("stepfactor", "iters", "gpus_per_proc"):
         if isinstance(p[key], bool) or not isinstance(p[key], int) or p[key] < 1:
             raise ValueError(f"{key}: must be a positive integer, not {p[key]!r}")
+    if isinstance(p["timeout"], bool) or not isinstance(p["timeout"], int | float) or p["timeout"] <= 0:
+        raise ValueError(f"timeout: must be a number of seconds > 0, not {p['timeout']!r}")
     for key in ("warmup", "check", "blocking", "cudagraph", "procs_per_host"):
         if p[key] is not None and (isinstance(p[key], bool) or not isinstance(p[key], int) or p[key] < 0):
             raise ValueError(f"{key}: must be a non-negative integer, not {p[key]!r}")
@@ -182,7 +184,7 @@ class NcclTests:
         summary_extra = {"nccl_devices": debug["devices"], "nccl_channels": debug["channels"],
                          "nccl_version": debug["nccl_version"], "nccl_socket_fallback": debug["socket_fallback"],
                          "nccl_warnings": debug["warnings"]}
-        records = [dict(r, **summary_extra) if r.get("kind") == "summary" else r for r in run.all_records()]
+        records = [dict(r, **summary_extra) if r.get("kind") == "footer" else r for r in run.all_records()]
         return _finish(step, res, records, extra)
 
     @staticmethod

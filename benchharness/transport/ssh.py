@@ -7,12 +7,13 @@ else the user's own); an unknown or changed key is refused, never silently accep
 from __future__ import annotations
 
 import getpass
+import posixpath
 import socket
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from benchharness.errors import TransportError
+from benchharness.errors import ToolFailure, TransportError
 from benchharness.model import Host
 from benchharness.transport.base import OutputBuffer, Process, Transport, wrap_command
 
@@ -204,16 +205,23 @@ class SSHTransport(Transport):
             pass
 
     def put(self, local_path: str, remote_path: str) -> None:
+        folder = posixpath.dirname(remote_path)
+        if folder:
+            rc, _, err, _ = self.run(["mkdir", "-p", folder], timeout=30)
+            if rc != 0:
+                raise ToolFailure("upload_failed", f"{self.host.name}: cannot create {folder}: {err.strip()}")
         try:
             self.connection().put(local_path, remote_path)
         except OSError as exc:
-            raise TransportError(self.host.name, f"cannot copy {local_path} to {remote_path}: {exc}") from exc
+            raise ToolFailure("upload_failed",
+                              f"{self.host.name}: cannot copy {local_path} to {remote_path}: {exc}") from exc
 
     def get(self, remote_path: str, local_path: str) -> None:
         try:
             self.connection().get(remote_path, local_path)
         except OSError as exc:
-            raise TransportError(self.host.name, f"cannot copy {remote_path} from the host: {exc}") from exc
+            raise ToolFailure("download_failed",
+                              f"{self.host.name}: cannot copy {remote_path} from the host: {exc}") from exc
 
     def close(self) -> None:
         with self._lock:

@@ -1,0 +1,194 @@
+"""Self-contained HTML reports: one file, inline CSS and SVG, no external URL, prints well.
+
+Templates (``templates/*.j2``) are rendered with autoescaping on: hostnames, tool output and
+labels are data, never markup. The only ``Markup`` inserted is SVG built by ``charts`` (which
+escapes every string it draws).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import os
+from collections.abc import Mapping, Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from benchharness import __version__, analysis, runview
+from benchharness.report import charts
+from benchharness.store import RunDir
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+MAX_LIST = 200
+
+
+@cache
+def environment() -> Any:
+    """The Jinja2 environment (autoescape on for every template)."""
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
+                             trim_blocks=True, lstrip_blocks=True)
+    env.filters["num"] = charts.fmt
+    env.filters["when"] = when
+    env.filters["pct"] = lambda v: f"{v * 100:.1f}%" if _finite(v) else "–"
+    env.filters["ratio"] = lambda v: f"×{v:.3f}" if _finite(v) else "–"
+    env.globals["version"] = __version__
+    return env
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def when(value: Any) -> str:
+    """Epoch seconds or ISO text as ``2025-11-30 12:00:00 UTC``."""
+    if value is None or value == "":
+        return "–"
+    if isinstance(value, int | float):
+        return dt.datetime.fromtimestamp(value, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return str(value).replace("T", " ")
+
+
+def _epoch(value: Any) -> float | None:
+    if isinstance(value, int | float):
+        return float(value)
+    try:
+        return dt.datetime.fromisoformat(str(value)).timestamp()
+    except (TypeError, ValueError):
+        return None
+
+
+def duration(start: Any, end: Any) -> str:
+    """``1h 02m 05s`` between two timestamps, or ``–``."""
+    a, b = _epoch(start), _epoch(end)
+    if a is None or b is None or b < a:
+        return "–"
+    secs = round(b - a)
+    h, rest = divmod(secs, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}h {m:02d}m {s:02d}s" if h else f"{m}m {s:02d}s" if m else f"{s}s"
+
+
+def write_html(text: str, out: Path) -> Path:
+    """Write atomically (a half-written report never replaces a good one)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, out)
+    return out
+
+
+def header(run: RunDir, info: Mapping[str, Any]) -> dict[str, Any]:
+    """What, where, when and how it ended."""
+    suite = info.get("suite") if isinstance(info.get("suite"), Mapping) else {"name": info.get("suite")}
+    assert isinstance(suite, Mapping)
+    versions = info.get("tool_versions") or {}
+    return {"run_id": info.get("run_id", run.path.name), "suite": suite.get("name") or "–",
+            "description": suite.get("description") or "",
+            "hosts": runview.run_host_names(info), "started": when(info.get("started")),
+            "ended": when(info.get("ended")), "duration": duration(info.get("started"), info.get("ended")),
+            "state": str(info.get("state") or "unknown"), "exit_code": info.get("exit_code"),
+            "bench_version": info.get("bench_version") or versions.get("benchharness") or "–",
+            "tool_versions": versions if isinstance(versions, Mapping) else {},
+            "labels": info.get("labels") if isinstance(info.get("labels"), Mapping) else {},
+            "label": analysis.run_label([info])[0]}
+
+
+def summary(run: RunDir, info: Mapping[str, Any]) -> dict[str, Any]:
+    """Step counts, failures (run.json and failed steps), verdicts."""
+    steps = run.steps()
+    counts: dict[str, int] = {}
+    for s in steps:
+        counts[str(s.get("status", "?"))] = counts.get(str(s.get("status", "?")), 0) + 1
+    failures = [dict(f) for f in info.get("failures") or [] if isinstance(f, Mapping)]
+    known = {(f.get("step"), f.get("host")) for f in failures}
+    for s in steps:
+        if s.get("status") == "failed" and not any(k[0] == s.get("step") for k in known):
+            hosts = s.get("hosts")
+            failures.append({"step": s.get("step"), "host": ", ".join(map(str, hosts))
+                             if isinstance(hosts, list) else hosts, "kind": s.get("kind"),
+                             "message": s.get("message")})
+    verdicts = verdict_rows(info.get("verdicts"))
+    failures = [{k: f.get(k) for k in ("step", "host", "kind", "message")} for f in failures]
+    return {"counts": counts, "total": len(steps), "failures": failures[:MAX_LIST],
+            "failures_total": len(failures), "verdicts": verdicts,
+            "verdicts_failed": sum(1 for v in verdicts if str(v.get("status")).lower() == "fail")}
+
+
+def verdict_rows(verdicts: Any) -> list[dict[str, Any]]:
+    """Verdict dicts with every field the templates use (missing ones None)."""
+    keys = ("check", "status", "message", "host", "test", "value", "limit")
+    rows = [{k: v.get(k) for k in keys} for v in verdicts or [] if isinstance(v, Mapping)]
+    for row in rows:
+        row["status"] = str(row["status"] or "info")
+        for k in ("value", "limit"):
+            row[k] = row[k] if _finite(row[k]) else None
+    return rows
+
+
+def telemetry(run: RunDir, info: Mapping[str, Any]) -> dict[str, Any]:
+    """Host facts, preflight verdicts, warnings, sampler charts and counter deltas."""
+    facts = runview.read_facts(run)
+    host_rows, nic_rows, nic_cols = [], [], []
+    for host, hf in facts.items():
+        top = {k: v for k, v in (hf.items() if isinstance(hf, Mapping) else [])
+               if k not in ("nics", "nic")}
+        host_rows.append((host, list(runview.flatten(top, limit=24).items())))
+        for nic in runview.nic_entries(hf):
+            flat = runview.flatten(nic, limit=24)
+            nic_cols += [k for k in flat if k not in nic_cols]
+            nic_rows.append((host, flat))
+    nic_cols = nic_cols[:14]
+    series = runview.sampler_series(run)
+    figures = []
+    t0 = min((pts[0][0] for per in series.values() for pts in per.values() if pts), default=0.0)
+    for measure, title, unit in (("temp_c", "Hottest sensor per host", "°C"),
+                                 ("cpu_pct", "CPU use per host (mean of cores)", "%")):
+        per_host = series.get(measure, {})
+        lines = [charts.Series(name=h, points=charts.downsample([(t - t0, v) for t, v in pts]))
+                 for h, pts in sorted(per_host.items())]
+        chart = charts.line_chart(lines, title=title, x_label="time since first sample [s]",
+                                  y_label=f"{measure} [{unit}]", y_zero=measure != "temp_c")
+        if chart:
+            figures.append({"svg": chart, "caption": title})
+    counters, counters_total = runview.counter_rows(run)
+    return {"facts": host_rows, "nics": nic_rows, "nic_cols": nic_cols,
+            "preflight": verdict_rows(runview.read_preflight(run)),
+            "warnings": runview.telemetry_warnings(run, info), "figures": figures,
+            "counters": counters, "counters_total": counters_total}
+
+
+def run_context(run: RunDir) -> dict[str, Any]:
+    """Everything the single-run template needs."""
+    info = run.run_info()
+    head = header(run, info)
+    df, intervals = analysis.load_run(run, steps_per_test=8, label=head["label"])
+    tests: list[dict[str, Any]] = []
+    if not df.empty and "test" in df:
+        if "test" not in intervals:
+            intervals["test"] = None
+        summary_rows = df.drop(columns=["t_start_s"], errors="ignore")
+        summary_rows = analysis.line_rate_share(summary_rows, info, run=run)
+        from benchharness.report.sections import test_section
+
+        for test in dict.fromkeys(summary_rows["test"].dropna()):
+            sub = summary_rows[summary_rows["test"] == test].dropna(axis=1, how="all")
+            tests.append(test_section(str(test), sub, intervals[intervals["test"] == test]))
+    return {"h": head, "s": summary(run, info), "tests": tests, "t": telemetry(run, info),
+            "generated": when(dt.datetime.now(dt.UTC).timestamp())}
+
+
+def render_run_report(run: RunDir, out: Path | None = None) -> Path:
+    """Render one run to a self-contained HTML file (default ``<run>/report.html``)."""
+    html = environment().get_template("run.html.j2").render(**run_context(run))
+    return write_html(html, out or run.path / "report.html")
+
+
+def render_comparison(runs: Sequence[RunDir], out: Path) -> Path:
+    """Render a comparison of runs (the first is the baseline) to one HTML file."""
+    from benchharness.report.compare import comparison_context
+
+    html = environment().get_template("compare.html.j2").render(**comparison_context(list(runs)))
+    return write_html(html, out)

@@ -1,0 +1,198 @@
+"""Statistics, tidy loading, line-rate share, run labels and run comparison.
+
+Run directories are synthetic (tests/fixtures/runs/synth.py): no RDMA hardware or GPUs here.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import random
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from benchharness import analysis, stats
+from benchharness.store import RunDir
+
+FIXTURES = Path(__file__).parent / "fixtures" / "runs"
+_spec = importlib.util.spec_from_file_location("synth", FIXTURES / "synth.py")
+assert _spec and _spec.loader
+synth = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(synth)
+
+
+# -- stats ---------------------------------------------------------------------------------------
+def test_median_ci_rank_matches_binomial_order_statistics() -> None:
+    # n=10: P(B<=1) = 11/1024, so [x(2), x(9)] covers the median with 1 - 22/1024.
+    assert stats.median_ci_rank(10) == (2, pytest.approx(1 - 22 / 1024))
+    # n=5: no interval reaches 95 %; [min, max] with its true coverage 1 - 2/32.
+    assert stats.median_ci_rank(5) == (1, pytest.approx(0.9375))
+    assert stats.median_ci_rank(6) == (1, pytest.approx(1 - 2 / 64))
+    rank, cover = stats.median_ci_rank(1000)  # normal approximation branch
+    assert 468 <= rank <= 470 and cover == 0.95
+
+
+def test_describe_values() -> None:
+    d = stats.describe([10, 1, 2, 3, 4, 5, 6, 7, 8, 9, float("nan")])
+    assert d.n == 10 and d.median == 5.5 and d.mean == 5.5
+    assert (d.min, d.max) == (1, 10)
+    assert d.stdev == pytest.approx(3.0276503540974917)
+    assert d.cv == pytest.approx(3.0276503540974917 / 5.5)
+    assert (d.ci95_low, d.ci95_high) == (2, 9)
+    single = stats.describe([4.0])
+    assert single.median == 4.0 and math.isnan(single.ci95_low) and math.isnan(single.cv)
+
+
+def test_mann_whitney_exact_and_approximation() -> None:
+    u, p = stats.mann_whitney_u([1, 2, 3, 4, 5], [6, 7, 8, 9, 10])
+    assert u == 0 and p == pytest.approx(2 / 252)  # scipy.stats.mannwhitneyu: 0.007937
+    _, p_same = stats.mann_whitney_u([1, 3, 5, 7], [2, 4, 6, 8])
+    # U = 6 of 16; P(U <= 6) = (1+1+2+3+5+5+7)/70 for 4 vs 4, two-sided: 48/70.
+    assert p_same == pytest.approx(48 / 70)
+    rng = random.Random(7)
+    a = [rng.gauss(0, 1) for _ in range(24)]
+    b = [rng.gauss(0.8, 1) for _ in range(24)]
+    _, exact = stats.mann_whitney_u(a, b)
+    _, approx = stats.mann_whitney_u([*a, a[0]], [*b, a[0]])  # a tie forces the normal branch
+    assert abs(exact - approx) < 0.02
+    assert stats.min_p_value(3, 3) == pytest.approx(0.1)
+
+
+def test_significance_decisions() -> None:
+    rng = random.Random(3)
+    fast = [110 + rng.gauss(0, 1) for _ in range(8)]
+    slow = [100 + rng.gauss(0, 1) for _ in range(8)]
+    assert stats.significance(fast, slow).significant
+    same_a = [100 + rng.gauss(0, 1) for _ in range(8)]
+    same_b = [100 + rng.gauss(0, 1) for _ in range(8)]
+    result = stats.significance(same_a, same_b)
+    assert not result.significant and result.reason in ("not significant", "CIs overlap")
+    few = stats.significance([110, 111], [100, 101])
+    assert not few.significant and few.reason == "insufficient repetitions"
+    # Three fully separated repetitions per side: the exact test cannot go below p = 0.1.
+    three = stats.significance([110, 111, 112], [100, 101, 102])
+    assert not three.significant and three.p_value == pytest.approx(0.1)
+
+
+# -- loading and summaries -----------------------------------------------------------------------
+def _write(tmp: Path, records: list[dict], info: dict | None = None) -> RunDir:
+    run = RunDir.create(tmp / "run")
+    run.write_run_info(info or {"run_id": "r1", "suite": {"name": "s"}, "hosts": ["a", "b"]})
+    run.append_samples(records)
+    return run
+
+
+def test_load_samples_skips_intervals_and_flattens_lists(tmp_path: Path) -> None:
+    run = _write(tmp_path, [
+        {"test": "t", "step": "s1", "rep": 0, "hosts": ["a", "b"], "bw_avg_gbps": 10.0},
+        {"test": "t", "step": "s1", "rep": 0, "kind": "interval", "t_start_s": 0.0, "bw_avg_gbps": 9.0},
+        {"test": "t", "step": "s2", "rep": 1, "kind": "summary", "hosts": ["a", "b"], "bw_avg_gbps": 12.0},
+    ])
+    with open(run.path / "samples.jsonl", "a") as fh:
+        fh.write('{"test": "t", "bw_avg')  # a line cut by a crash
+    df = analysis.load_samples(run)
+    assert len(df) == 2 and set(df["kind"]) == {"summary"}
+    assert df["hosts"].tolist() == ["a,b", "a,b"]
+    assert set(df["run_id"]) == {"r1"} and df["run"].iloc[0] == "s"
+    everything = analysis.load_samples(run, intervals=True)
+    assert len(everything) == 3
+    summary, intervals = analysis.load_run(run)
+    assert len(summary) == 2 and intervals["bw_avg_gbps"].tolist() == [9.0]
+
+
+def test_metric_and_label_columns() -> None:
+    df = pd.DataFrame({"test": ["t"], "size_bytes": [64], "rep": [0], "t_start_s": [1.0],
+                       "bw_avg_gbps": [1.0], "busbw_GBps": [2.0], "lat_p99_us": [3.0],
+                       "retransmits": [4], "loss_pct": [0.0], "streams": [4]})
+    assert analysis.metric_columns(df) == ["bw_avg_gbps", "busbw_GBps", "lat_p99_us", "retransmits",
+                                           "loss_pct"]
+    assert analysis.case_columns(df) == ["test", "size_bytes", "streams"]
+    assert analysis.higher_is_better("busbw_GBps") and not analysis.higher_is_better("lat_p99_us")
+    assert not analysis.higher_is_better("loss_pct") and analysis.unit_of("busbw_GBps") == "GB/s"
+
+
+def test_summarize_per_case() -> None:
+    rows = []
+    for rep, value in enumerate([10, 1, 2, 3, 4, 5, 6, 7, 8, 9]):
+        rows.append({"test": "t", "step": f"s{rep}", "rep": rep, "size_bytes": 64, "bw_avg_gbps": value})
+        rows.append({"test": "t", "step": f"s{rep}", "rep": rep, "size_bytes": 128,
+                     "bw_avg_gbps": 100.0 if rep < 5 else float("nan")})
+    out = analysis.summarize(pd.DataFrame(rows))
+    assert list(out["size_bytes"]) == [64, 128]  # rep/step are not part of a case
+    small = out[out["size_bytes"] == 64].iloc[0]
+    assert small["n"] == 10 and small["median"] == 5.5 and small["mean"] == 5.5
+    assert (small["ci95_low"], small["ci95_high"]) == (2, 9)
+    assert small["cv"] == pytest.approx(3.0276503540974917 / 5.5)
+    big = out[out["size_bytes"] == 128].iloc[0]
+    assert big["n"] == 5 and big["stdev"] == 0 and big["ci_coverage"] == pytest.approx(0.9375)
+
+
+# -- line rate -----------------------------------------------------------------------------------
+def test_line_rate_share_uses_inventory_then_facts() -> None:
+    info = {"inventory": {"hosts": {"a": {"vars": {"nic_line_rate_gbps": 200}},
+                                    "b": {"vars": {"nic_line_rate_gbps": 100}},
+                                    "c": {"vars": {}}}}, "hosts": ["a", "b", "c"]}
+    facts = {"c": {"nics": [{"name": "eth0", "speed_mbps": 400000}]}}
+    df = pd.DataFrame({"server": ["a", "a", "c"], "client": ["b", "c", "c"],
+                       "bw_avg_gbps": [50.0, 100.0, 100.0], "busbw_GBps": [5.0, 5.0, 5.0]})
+    out = analysis.line_rate_share(df, info, facts=facts)
+    # a<->b limited by b (100); a<->c by a (200); c alone by its detected 400 Gbit/s link.
+    assert out["bw_avg_gbps_line_rate_pct"].tolist() == pytest.approx([50.0, 50.0, 25.0])
+    assert out["busbw_GBps_line_rate_pct"].tolist() == pytest.approx([40.0, 20.0, 10.0])
+    unknown = analysis.line_rate_share(pd.DataFrame({"pair": ["x<->y"], "bw_avg_gbps": [1.0]}), info)
+    assert math.isnan(unknown["bw_avg_gbps_line_rate_pct"].iloc[0])
+
+
+# -- labels --------------------------------------------------------------------------------------
+def _info(model: str, fw: str, started: float, suite: str = "q") -> dict:
+    return {"run_id": f"run-{model}-{fw}-{started}", "suite": {"name": suite}, "started": started,
+            "hosts": ["h1"], "inventory": {"hosts": {"h1": {"groups": ["rack1"],
+                                                            "vars": {"nic_model": model, "nic_firmware": fw}}}}}
+
+
+def test_run_labels_name_what_differs() -> None:
+    assert analysis.run_label([_info("CX6", "22", 0), _info("CX7", "28", 0)]) == ["CX6 · fw 22", "CX7 · fw 28"]
+    assert analysis.run_label([_info("CX7", "28.1", 0), _info("CX7", "28.2", 0)]) == ["fw 28.1", "fw 28.2"]
+    by_date = analysis.run_label([_info("CX7", "28", 0), _info("CX7", "28", 86400 * 3)])
+    assert by_date[0] != by_date[1] and all(lab.startswith("1970-01-0") for lab in by_date)
+    twice = analysis.run_label([_info("CX7", "28", 0), _info("CX7", "28", 0)])
+    assert len(set(twice)) == 2
+    assert analysis.run_label([_info("CX7", "28", 0)]) == ["q · CX7"]
+
+
+# -- comparison ----------------------------------------------------------------------------------
+def test_compare_picks_faster_nic_with_ratio() -> None:
+    comp = analysis.compare([RunDir(FIXTURES / "nic-a"), RunDir(FIXTURES / "nic-b")])
+    assert comp.labels == ["CX6 · fw 22.36", "CX7 · fw 28.39"]
+    bw = comp.bands[(comp.bands["test"] == "rdma-bw") & (comp.bands["metric"] == "bw_avg_gbps")]
+    assert set(bw["winner"]) == {"CX7 · fw 28.39"}
+    large = bw[bw["band"] == "large"].iloc[0]
+    assert large["ratio[CX7 · fw 28.39]"] == pytest.approx(190 / 140, rel=0.03)
+    lat = comp.bands[(comp.bands["test"] == "rdma-lat") & (comp.bands["metric"] == "lat_p99_us")]
+    assert lat.iloc[0]["winner"] == "CX7 · fw 28.39" and "lower" in lat.iloc[0]["verdict"]
+    kinds = {w["kind"] for w in comp.warnings}
+    assert {"pcie_downgraded", "thermal"} <= kinds
+    assert comp.verdicts and comp.verdicts[0]["run"] == "CX6 · fw 22.36"
+    cost = {c["run"]: c for c in comp.cost if c["metric"] == "bw_avg_gbps" and c["test"] == "rdma-bw"}
+    assert cost["CX6 · fw 22.36"]["price_usd"] == 1200
+    json.dumps(comp.to_dict(), allow_nan=False)
+
+
+def test_compare_same_distribution_and_too_few_reps(tmp_path: Path) -> None:
+    a = synth.build_run(tmp_path / "a", name="a", seed=11, firmware="1")
+    b = synth.build_run(tmp_path / "b", name="b", seed=12, firmware="2")
+    comp = analysis.compare([a, b])
+    bw = comp.bands[(comp.bands["test"] == "rdma-bw") & (comp.bands["metric"] == "bw_avg_gbps")]
+    assert bw["winner"].isna().all()
+    assert set(bw["verdict"]) <= {"no significant difference"}
+    few_a = synth.build_run(tmp_path / "fa", name="fa", reps=2, seed=1, peak_gbps=100, firmware="1")
+    few_b = synth.build_run(tmp_path / "fb", name="fb", reps=1, seed=2, peak_gbps=200, firmware="2")
+    few = analysis.compare([few_a, few_b])
+    lat = few.cells[few.cells["test"] == "rdma-lat"]
+    # rdma-lat has 2 pairs: 4 vs 2 samples per cell -> never a claim
+    assert set(lat["cell_result"]) == {"insufficient repetitions"} and not lat["winner"].any()
+    shutil.rmtree(tmp_path / "a")

@@ -1,0 +1,99 @@
+"""The reports in a real browser: Debian's chromium + chromedriver through Selenium, offline.
+
+Checks that the page loads from file:// with no SEVERE console errors, that the SVG charts are
+laid out with non-zero size and contain drawn series, and that the sortable tables sort.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchharness.report.html import render_comparison, render_run_report
+from benchharness.store import RunDir
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+FIXTURES = Path(__file__).parent / "fixtures" / "runs"
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not (CHROMIUM.exists() and CHROMEDRIVER.exists()),
+                       reason="needs Debian's chromium and chromedriver (/usr/bin/chromium, "
+                              "/usr/bin/chromedriver): apt-get install chromium chromium-driver"),
+]
+
+
+@pytest.fixture(scope="module")
+def driver() -> Iterator[Any]:
+    webdriver = pytest.importorskip("selenium.webdriver")
+    from selenium.webdriver.chrome.service import Service
+
+    profile = tempfile.mkdtemp(prefix="bench-chromium-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run",
+                 "--window-size=1280,1000", f"--user-data-dir={profile}"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    # An explicit driver path: Selenium Manager (which would go online) is never consulted.
+    drv = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
+    drv.set_page_load_timeout(20)
+    try:
+        yield drv
+    finally:
+        drv.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    tmp = tmp_path_factory.mktemp("browser")
+    runs = [RunDir(FIXTURES / "nic-a"), RunDir(FIXTURES / "nic-b")]
+    return {"run": render_run_report(runs[0], tmp / "run.html"),
+            "compare": render_comparison(runs, tmp / "compare.html")}
+
+
+def _severe(drv: Any) -> list[dict[str, Any]]:
+    return [e for e in drv.get_log("browser") if e.get("level") == "SEVERE"]
+
+
+def _charts(drv: Any) -> list[dict[str, float]]:
+    return drv.execute_script("""
+        return Array.from(document.querySelectorAll('svg.chart')).map(function (svg) {
+          var r = svg.getBoundingClientRect();
+          var lines = Array.from(svg.querySelectorAll('path.series-line, rect.bar, g.hm-cell rect'));
+          var drawn = lines.filter(function (p) { var b = p.getBBox(); return b.width > 0 || b.height > 0; });
+          return {w: r.width, h: r.height, series: lines.length, drawn: drawn.length};
+        });""")
+
+
+@pytest.mark.parametrize("name", ["run", "compare"])
+def test_report_loads_and_draws_charts(driver: Any, reports: dict[str, Path], name: str) -> None:
+    driver.get(reports[name].as_uri())
+    assert driver.title and "benchharness" in driver.title
+    assert _severe(driver) == []
+    charts = _charts(driver)
+    assert len(charts) >= 5
+    for chart in charts:
+        assert chart["w"] > 100 and chart["h"] > 100, chart
+        assert chart["series"] > 0 and chart["drawn"] == chart["series"], chart
+
+
+def test_sortable_table_sorts(driver: Any, reports: dict[str, Path]) -> None:
+    driver.get(reports["run"].as_uri())
+    column = driver.execute_script("""
+        var table = document.querySelector('table.stats');
+        var heads = Array.from(table.querySelectorAll('th'));
+        var col = heads.findIndex(function (th) { return th.textContent === 'median'; });
+        heads[col].click(); heads[col].click();  // second click: descending
+        return Array.from(table.tBodies[0].rows).map(function (r) {
+          return parseFloat(r.cells[col].getAttribute('data-v')); });""")
+    assert len(column) > 2 and column == sorted(column, reverse=True)
+    assert _severe(driver) == []
