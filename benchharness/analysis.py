@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from benchharness.comparison import Comparison
 
 METRIC_SUFFIXES = ("_gbps", "_GBps", "_MBps", "_Mbps", "_us", "_ms", "_ns", "_mpps", "_pct", "_tool")
-EXTRA_METRICS = frozenset({"retransmits", "wrong", "errors"})
+EXTRA_METRICS = frozenset({"retransmits", "wrong", "errors", "bytes", "bytes_sent", "packets", "lost_packets"})
 #: Labels that tell repetitions apart; never part of a case.
 REP_LABELS = frozenset({"step", "rep", "round", "kind", "seq", "interval", "run_id", "run"})
 #: Labels naming hosts; they differ between clusters, so comparisons ignore them.
@@ -34,7 +34,7 @@ HOST_LABELS = frozenset({"hosts", "pair", "server", "client", "host", "sender", 
 BANDWIDTH = {"_gbps": 1.0, "_GBps": 8.0, "_MBps": 8e-3, "_Mbps": 1e-3}
 _UNITS = {"_gbps": "Gbit/s", "_GBps": "GB/s", "_MBps": "MB/s", "_Mbps": "Mbit/s", "_us": "µs",
           "_ms": "ms", "_ns": "ns", "_mpps": "Mpps", "_pct": "%"}
-_LOWER_IS_BETTER = ("lat_", "time_", "_us", "_ms", "_ns", "loss", "jitter", "retrans", "cpu_",
+_LOWER_IS_BETTER = ("lat_", "time_", "_us", "_ms", "_ns", "loss", "lost_", "jitter", "retrans", "cpu_",
                     "wrong", "errors")
 
 

@@ -1,0 +1,140 @@
+"""Counter snapshots before and after a step, and their deltas with wrap, reset and highlights.
+
+A snapshot maps ``source:object:name`` to an int:
+
+- ``ethtool:<netdev>:<name>``   ``ethtool -S`` (64-bit driver counters)
+- ``net:<netdev>:<name>``       ``/sys/class/net/<netdev>/statistics/*``
+- ``ib:<dev>/<port>:<name>``    ``/sys/class/infiniband/<dev>/ports/<port>/counters/*``
+- ``ib_hw:<dev>/<port>:<name>`` ``.../hw_counters/*`` (np_cnp_sent, out_of_sequence ...)
+
+Take one either with ``python3 sampler.py --snapshot`` (one JSON document) or with the plain
+commands of ``snapshot_commands(vars)`` whose concatenated output ``parse_snapshot`` also reads.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from benchharness.telemetry.parsers._counter_names import base_name, highlights
+
+#: IB PortCounters that are 32 bits wide when the HCA lacks PortCountersExtended (old kernels and
+#: HCAs); the IBA spec makes them saturate at all ones, some drivers let them wrap.
+IB_32BIT = frozenset({"port_xmit_data", "port_rcv_data", "port_xmit_packets", "port_rcv_packets",
+                      "port_xmit_wait"})
+#: IB data counters count 4-octet words.
+IB_WORD_COUNTERS = frozenset({"port_xmit_data", "port_rcv_data"})
+
+
+def snapshot_commands(vars: Mapping[str, Any], sampler_path: str | None = None,
+                      python: str = "python3") -> list[list[str]]:
+    """argv lists that read the counters of a host's ``netdev`` and ``rdma_dev``/``rdma_port``.
+
+    With ``sampler_path`` (sampler.py already copied to the host): one command printing a JSON
+    snapshot. Without: ``ethtool -S`` plus ``grep -H -r -s ''`` over the sysfs counter directories
+    (``path:value`` lines); grep exits 2 when a counter file is unreadable, which is harmless.
+    """
+    netdevs = _names(vars.get("netdev"))
+    rdma = _names(vars.get("rdma_dev"))
+    port = str(vars.get("rdma_port", 1))
+    if sampler_path:
+        argv = [python, sampler_path, "--snapshot"]
+        for nd in netdevs:
+            argv += ["--netdev", nd]
+        for dev in rdma:
+            argv += ["--rdma-dev", dev]
+        return [[*argv, "--rdma-port", port]] if rdma else [argv]
+    commands: list[list[str]] = []
+    for nd in netdevs:
+        commands.append(["ethtool", "-S", nd])
+        commands.append(["grep", "-H", "-r", "-s", "", f"/sys/class/net/{nd}/statistics"])
+    for dev in rdma:
+        base = f"/sys/class/infiniband/{dev}/ports/{port}"
+        commands.append(["grep", "-H", "-r", "-s", "", f"{base}/counters", f"{base}/hw_counters"])
+    return commands
+
+
+def _names(value: Any) -> list[str]:
+    if not value:
+        return []
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    return [str(v) for v in value]
+
+
+_SYS_NET = re.compile(r"^/sys/class/net/([^/]+)/statistics/([^/:]+):(-?\d+)$")
+_SYS_IB = re.compile(r"^/sys/class/infiniband/([^/]+)/ports/(\d+)/(counters|hw_counters)/([^/:]+):(-?\d+)$")
+
+
+def parse_snapshot(text: str, netdev: str | None = None) -> dict[str, int]:
+    """Counters from a sampler ``--snapshot`` JSON document or from ``snapshot_commands`` output.
+
+    ``ethtool -S`` output does not name its interface: ``netdev`` names it, else the single netdev
+    of the sysfs lines in the same text, else ``-``.
+    """
+    stripped = text.strip()
+    if stripped.startswith("{"):
+        data = json.loads(stripped)
+        return {k: int(v) for k, v in (data.get("counters") or {}).items()}
+    counters: dict[str, int] = {}
+    ethtool: dict[str, int] = {}
+    seen_netdevs: set[str] = set()
+    for line in text.splitlines():
+        m = _SYS_NET.match(line.strip())
+        if m:
+            seen_netdevs.add(m.group(1))
+            counters[f"net:{m.group(1)}:{m.group(2)}"] = int(m.group(3))
+            continue
+        m = _SYS_IB.match(line.strip())
+        if m:
+            prefix = "ib" if m.group(3) == "counters" else "ib_hw"
+            counters[f"{prefix}:{m.group(1)}/{m.group(2)}:{m.group(4)}"] = int(m.group(5))
+            continue
+        m = re.match(r"^\s+(\S.*?):\s+(-?\d+)\s*$", line)
+        if m:
+            ethtool[m.group(1)] = int(m.group(2))
+    owner = netdev or (next(iter(seen_netdevs)) if len(seen_netdevs) == 1 else "-")
+    counters.update({f"ethtool:{owner}:{k}": v for k, v in ethtool.items()})
+    return counters
+
+
+def delta(before: Mapping[str, int], after: Mapping[str, int], width_bits: int | None = None) -> dict[str, Any]:
+    """Per-counter increase from ``before`` to ``after``.
+
+    A counter that went down either wrapped or was reset. With ``width_bits`` every counter wraps
+    at that width (64-bit wrap is treated as a reset: it cannot happen in a step). Without it, the
+    32-bit IB PortCounters (``IB_32BIT``) wrap at 2**32 when ``before`` fits in 32 bits; others are
+    resets, whose delta is the ``after`` value (the count since the reset). A 32-bit IB counter
+    sitting at 2**32-1 is ``saturated``: its delta is a lower bound.
+
+    Returns ``counters`` (name -> delta), lists ``wrapped``, ``reset``, ``saturated``, ``missing``
+    (in before only), ``new`` (in after only), and ``highlights`` (see parsers._counter_names;
+    plus ``ib_bytes`` from the 4-octet IB data counters).
+    """
+    out: dict[str, Any] = {"counters": {}, "wrapped": [], "reset": [], "saturated": [],
+                           "missing": sorted(set(before) - set(after)), "new": sorted(set(after) - set(before))}
+    for key in sorted(set(before) & set(after)):
+        b, a = int(before[key]), int(after[key])
+        name = base_name(key)
+        is_ib32 = key.startswith("ib:") and name in IB_32BIT
+        width = width_bits or (32 if is_ib32 and b < 2**32 else None)
+        if is_ib32 and (a == 2**32 - 1 or b == 2**32 - 1) and width_bits in (None, 32):
+            out["saturated"].append(key)
+        if a >= b:
+            out["counters"][key] = a - b
+        elif width and width < 64 and b < 2**width:
+            out["counters"][key] = a + 2**width - b
+            out["wrapped"].append(key)
+        else:
+            out["counters"][key] = a
+            out["reset"].append(key)
+    hl = highlights(out["counters"])
+    hl["ib_bytes"] = {"xmit": 0, "rcv": 0}
+    for key, value in out["counters"].items():
+        name = base_name(key)
+        if key.startswith("ib:") and name in IB_WORD_COUNTERS:
+            hl["ib_bytes"]["xmit" if "xmit" in name else "rcv"] += value * 4
+    out["highlights"] = hl
+    return out

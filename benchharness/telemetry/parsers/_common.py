@@ -1,0 +1,76 @@
+"""Small helpers shared by the command-output parsers (not a parser module itself)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_NA = {"", "n/a", "[n/a]", "na", "none", "unknown", "[not supported]", "not supported", "-"}
+
+
+def strip_ansi(text: str) -> str:
+    """Text without terminal colour escapes (mlxlink colours its values)."""
+    return _ANSI.sub("", text)
+
+
+def to_int(value: Any) -> int | None:
+    """An int from ``value`` (decimal or 0x hex), or None for N/A-like values."""
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value)
+    if value is None:
+        return None
+    text = str(value).strip()
+    if text.lower() in _NA:
+        return None
+    try:
+        return int(text, 0) if text.lower().startswith("0x") else int(text)
+    except ValueError:
+        number = to_float(text)
+        return int(number) if number is not None and number == int(number) else None
+
+
+def to_float(value: Any) -> float | None:
+    """A float from the leading number of ``value`` (``"47.12 degrees C"`` -> 47.12), or None."""
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, int | float):
+        return float(value)
+    if value is None:
+        return None
+    m = re.match(r"^\s*([-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)", str(value))
+    return float(m.group(1)) if m else None
+
+
+def pcie_speed_gts(text: str | None) -> float | None:
+    """GT/s in a PCIe speed as lspci or sysfs print it: ``16GT/s``, ``16.0 GT/s PCIe``, ``2.5 GT/s``."""
+    if not text:
+        return None
+    m = re.search(r"(\d+(?:\.\d+)?)\s*GT/s", text)
+    return float(m.group(1)) if m else None
+
+
+#: PCIe generation by its per-lane rate.
+PCIE_GEN_BY_GTS = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
+
+
+def snake(name: str) -> str:
+    """``Module temperature high alarm`` -> ``module_temperature_high_alarm``."""
+    return re.sub(r"[^0-9a-z]+", "_", name.strip().lower()).strip("_")
+
+
+def key_values(text: str, sep: str = ":") -> dict[str, str]:
+    """``key: value`` lines into a dict (first separator splits; later duplicates ignored)."""
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        if sep not in line:
+            continue
+        key, _, value = line.partition(sep)
+        key = key.strip()
+        if key and key not in out:
+            out[key] = value.strip()
+    return out

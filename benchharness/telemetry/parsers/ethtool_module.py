@@ -1,0 +1,81 @@
+"""``ethtool -m DEV``: transceiver identity and diagnostics (SFP SFF-8472, QSFP SFF-8636, QSFP-DD CMIS).
+
+Per-lane powers are kept in mW and in dBm as ethtool prints both; ``-inf dBm`` (no light) is None.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from benchharness.telemetry.parsers._common import snake, to_float
+
+_LANE = re.compile(r"\s*\((?:Channel|Chan|Lane)\s*(\d+)\)\s*")
+_POWER = re.compile(r"([-\d.]+)\s*mW\s*/\s*([-\w.]+)\s*dBm")
+_IDENTITY = {
+    "Identifier": "identifier", "Vendor name": "vendor_name", "Vendor PN": "vendor_pn",
+    "Vendor SN": "vendor_sn", "Vendor rev": "vendor_rev", "Transceiver type": "transceiver_type",
+    "Connector": "connector", "Date code": "date_code", "Module State": "module_state",
+}
+
+
+def _form_factor(identifier: str) -> str | None:
+    for token, name in (("QSFP-DD", "QSFP-DD"), ("OSFP", "OSFP"), ("QSFP28", "QSFP28"),
+                        ("QSFP+", "QSFP+"), ("QSFP", "QSFP"), ("SFP", "SFP")):
+        if token in identifier:
+            return name
+    return None
+
+
+def _power(value: str) -> tuple[float | None, float | None]:
+    m = _POWER.search(value)
+    if not m:
+        return None, None
+    dbm = to_float(m.group(2))
+    return float(m.group(1)), dbm
+
+
+def parse_module(text: str) -> dict[str, Any]:
+    """Temperature (°C), voltage (V), per-lane bias (mA) and TX/RX power, alarm/warning flags."""
+    out: dict[str, Any] = {"lanes": [], "flags": {}, "alarms_on": []}
+    lanes: dict[int, dict[str, Any]] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(" : ")
+        if not sep:
+            key, sep, value = line.partition(":")
+            if not sep:
+                continue
+        key, value = key.strip(), value.strip()
+        lane_m = _LANE.search(key)
+        lane = int(lane_m.group(1)) if lane_m else None
+        base = _LANE.sub(" ", key).strip()
+        low = base.lower()
+        if base in _IDENTITY:
+            out[_IDENTITY[base]] = value
+        elif low == "module temperature":
+            out["temperature_c"] = to_float(value)
+        elif low == "module voltage":
+            out["voltage_v"] = to_float(value)
+        elif "threshold" in low:
+            if low.startswith("module temperature high"):
+                kind = "alarm" if "alarm" in low else "warning"
+                out[f"temperature_high_{kind}_c"] = to_float(value)
+        elif value in ("On", "Off") and ("alarm" in low or "warning" in low):
+            name = snake(base) + (f"_lane{lane}" if lane else "")
+            out["flags"][name] = value == "On"
+            if value == "On":
+                out["alarms_on"].append(name)
+        elif "bias current" in low:
+            lanes.setdefault(lane or 1, {})["tx_bias_ma"] = to_float(value)
+        elif "output power" in low or "transmit avg optical power" in low:
+            mw, dbm = _power(value)
+            lanes.setdefault(lane or 1, {}).update({"tx_power_mw": mw, "tx_power_dbm": dbm})
+        elif "rcvr signal" in low or "receiver signal" in low:
+            mw, dbm = _power(value)
+            lanes.setdefault(lane or 1, {}).update({"rx_power_mw": mw, "rx_power_dbm": dbm})
+    out["form_factor"] = _form_factor(out.get("identifier", ""))
+    out["lanes"] = [{"lane": n, **lanes[n]} for n in sorted(lanes)]
+    return out
+
+
+PARSERS = {"ethtool-m": parse_module}

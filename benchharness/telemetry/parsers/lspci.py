@@ -1,0 +1,78 @@
+"""``lspci -vvv``: per device PCIe link capability and status, payload sizes and NUMA node."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from benchharness.telemetry.parsers._common import PCIE_GEN_BY_GTS, pcie_speed_gts
+
+_HEADER = re.compile(r"^((?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+(.+?):\s+(.*)$")
+_SPEED = re.compile(r"Speed\s+([0-9.]+GT/s|unknown)(?:\s*\(([^)]*)\))?", re.IGNORECASE)
+_WIDTH = re.compile(r"Width\s+x(\d+)(?:\s*\(([^)]*)\))?")
+
+
+def _link(line: str) -> dict[str, Any]:
+    speed = _SPEED.search(line)
+    width = _WIDTH.search(line)
+    gts = pcie_speed_gts(speed.group(1)) if speed else None
+    out: dict[str, Any] = {
+        "speed_gts": gts,
+        "gen": PCIE_GEN_BY_GTS.get(gts) if gts else None,
+        "width": int(width.group(1)) if width else None,
+    }
+    notes = [m.group(2) for m in (speed, width) if m and m.group(2)]
+    if notes:
+        out["notes"] = notes
+    return out
+
+
+def parse_device(address: str, desc: tuple[str, str], body: list[str]) -> dict[str, Any]:
+    """One device block of ``lspci -vvv`` (header already split off)."""
+    dev: dict[str, Any] = {"address": address, "class": desc[0], "name": desc[1]}
+    text = "\n".join(body)
+    m = re.search(r"NUMA node:\s*(-?\d+)", text)
+    dev["numa_node"] = int(m.group(1)) if m else None
+    m = re.search(r"DevCap:\s*MaxPayload (\d+) bytes", text)
+    dev["max_payload_cap_bytes"] = int(m.group(1)) if m else None
+    m = re.search(r"MaxPayload (\d+) bytes, MaxReadReq (\d+) bytes", text)
+    dev["max_payload_bytes"] = int(m.group(1)) if m else None
+    dev["max_read_req_bytes"] = int(m.group(2)) if m else None
+    cap = re.search(r"LnkCap:\s*(.*)", text)
+    sta = re.search(r"LnkSta:\s*(.*)", text)
+    dev["link_cap"] = _link(cap.group(1)) if cap else None
+    dev["link_sta"] = _link(sta.group(1)) if sta else None
+    dev["downgraded"] = _downgraded(dev["link_cap"], dev["link_sta"])
+    return dev
+
+
+def _downgraded(cap: dict[str, Any] | None, sta: dict[str, Any] | None) -> bool | None:
+    if not cap or not sta:
+        return None
+    if any("downgraded" in n for n in sta.get("notes", [])):
+        return True
+    below = [
+        sta[k] < cap[k] for k in ("speed_gts", "width") if sta.get(k) is not None and cap.get(k) is not None
+    ]
+    return any(below) if below else None
+
+
+def parse_lspci(text: str) -> list[dict[str, Any]]:
+    """Every device in ``lspci -vvv`` output, with ``link_cap``/``link_sta`` and ``downgraded``."""
+    devices: list[dict[str, Any]] = []
+    current: tuple[str, tuple[str, str]] | None = None
+    body: list[str] = []
+    for line in text.splitlines():
+        m = _HEADER.match(line)
+        if m and not line[:1].isspace():
+            if current:
+                devices.append(parse_device(current[0], current[1], body))
+            current, body = (m.group(1), (m.group(2), m.group(3))), []
+        elif current:
+            body.append(line)
+    if current:
+        devices.append(parse_device(current[0], current[1], body))
+    return devices
+
+
+PARSERS = {"lspci": parse_lspci}

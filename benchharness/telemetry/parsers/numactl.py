@@ -1,0 +1,51 @@
+"""``numactl -H``: NUMA nodes, their CPUs, memory size and free, and the distance matrix."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+
+def parse_numactl(text: str) -> dict[str, Any]:
+    """Nodes (a node without CPUs, e.g. CXL or HBM memory, has ``cpus: []``) and ``distances``."""
+    nodes: dict[int, dict[str, Any]] = {}
+    distances: dict[int, list[int]] = {}
+    header: list[int] = []
+    in_distances = False
+    available = None
+    for line in text.splitlines():
+        m = re.match(r"^available:\s*(\d+) nodes", line)
+        if m:
+            available = int(m.group(1))
+            continue
+        m = re.match(r"^node (\d+) (cpus|size|free):\s*(.*)$", line)
+        if m:
+            node = nodes.setdefault(int(m.group(1)), {"node": int(m.group(1)), "cpus": []})
+            if m.group(2) == "cpus":
+                node["cpus"] = [int(c) for c in m.group(3).split()]
+            else:
+                mb = re.match(r"(\d+)\s*MB", m.group(3))
+                node[f"{m.group(2)}_mb"] = int(mb.group(1)) if mb else None
+            continue
+        if line.startswith("node distances"):
+            in_distances = True
+            continue
+        if in_distances:
+            if line.strip().startswith("node"):
+                header = [int(x) for x in line.split()[1:]]
+                continue
+            m = re.match(r"^\s*(\d+):\s*(.*)$", line)
+            if m:
+                distances[int(m.group(1))] = [int(x) for x in m.group(2).split()]
+    for number, node in nodes.items():
+        node["has_cpu"] = bool(node["cpus"])
+        node["distances"] = distances.get(number, [])
+    return {
+        "available_nodes": available,
+        "nodes": [nodes[n] for n in sorted(nodes)],
+        "distance_header": header,
+        "cpuless_nodes": [n for n in sorted(nodes) if not nodes[n]["cpus"]],
+    }
+
+
+PARSERS = {"numactl": parse_numactl}

@@ -1,0 +1,310 @@
+"""Preflight checks over probe facts: things that make a NIC benchmark wrong before it starts.
+
+``run_checks`` takes the probe document of each host (``probe.py`` output, keyed by inventory host
+name), the inventory hosts (their vars say which ``netdev``, ``rdma_dev``/``rdma_port``,
+``numa_node`` and ``gpus`` a benchmark uses) and the pairs that will run, and returns verdicts with
+the evidence in their message. Limits and minimum versions are plain data below.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from benchharness.model import Host, Verdict
+from benchharness.telemetry.parsers.ethtool_module import parse_module
+from benchharness.telemetry.parsers.gpu import parse_nvidia_topo
+
+#: (warn, fail) in °C. A NIC ASIC sensor with its own ``crit`` uses (crit - 10, crit) instead.
+TEMPERATURE_LIMITS: dict[str, tuple[float, float]] = {
+    "module": (70.0, 80.0),
+    "nic": (95.0, 105.0),
+    "gpu": (83.0, 90.0),
+}
+#: Oldest versions the harness's command lines and parsers rely on.
+MIN_VERSIONS: dict[str, str] = {"perftest": "4.5", "iperf3": "3.7"}
+REQUIRED_TOOLS: tuple[str, ...] = ("perftest", "iperf3")
+#: nvidia-smi topo relations that keep GPU<->NIC traffic under one PCIe switch.
+GOOD_GPU_NIC = ("PIX", "PXB")
+
+
+def _version_tuple(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", text))
+
+
+def _as_list(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    if isinstance(value, Iterable):
+        return [str(v) for v in value]
+    return [str(value)]
+
+
+def _available(section: Any) -> bool:
+    return not (isinstance(section, Mapping) and section.get("available") is False)
+
+
+class _HostChecks:
+    """The checks for one host; each method appends verdicts."""
+
+    def __init__(self, host: Host, facts: Mapping[str, Any], limits: Mapping[str, tuple[float, float]]):
+        self.host, self.facts, self.limits = host, facts, limits
+        self.out: list[Verdict] = []
+        nics_section = facts.get("nics") or {}
+        self.all_nics: list[dict[str, Any]] = list(nics_section.get("devices") or []) if _available(
+            nics_section) else []
+        wanted = _as_list(host.var("netdev"))
+        by_name = {n["netdev"]: n for n in self.all_nics}
+        self.nics = [by_name[n] for n in wanted if n in by_name] if wanted else [
+            n for n in self.all_nics if not n.get("virtual")]
+        for name in wanted:
+            if name not in by_name:
+                self.add("netdev", "fail", f"netdev {name} not found; interfaces: {', '.join(by_name) or 'none'}")
+
+    def add(self, check: str, status: str, message: str, value: float | None = None,
+            limit: float | None = None) -> None:
+        self.out.append(Verdict(check=f"preflight.{check}", status=status, message=message,
+                                host=self.host.name, value=value, limit=limit))
+
+    def pcie_nics(self) -> None:
+        for nic in self.nics:
+            link, where = nic.get("pcie") or {}, f"{nic['netdev']} ({nic.get('pci_address')})"
+            if not _available(link):
+                lspci = nic.get("lspci") or {}
+                if _available(lspci) and lspci.get("lnksta"):
+                    cur, cap = lspci["lnksta"], lspci["lnkcap"]
+                    link = {"current_speed_gts": cur.get("speed_gts"), "current_width": cur.get("width"),
+                            "max_speed_gts": cap.get("speed_gts"), "max_width": cap.get("width"),
+                            "downgraded": lspci.get("downgraded")}
+                else:
+                    if not nic.get("virtual"):
+                        self.add("pcie_link", "info", f"{where}: PCIe link not readable ({link.get('reason')})")
+                    continue
+            self._pcie_verdict("NIC " + where, link, speed_is_idle=False)
+
+    def _pcie_verdict(self, what: str, link: Mapping[str, Any], speed_is_idle: bool) -> None:
+        cs, cw = link.get("current_speed_gts"), link.get("current_width")
+        ms, mw = link.get("max_speed_gts"), link.get("max_width")
+        text = f"{what}: PCIe link {cs:g} GT/s x{cw}, capable of {ms:g} GT/s x{mw}" if all(
+            v is not None for v in (cs, cw, ms, mw)) else f"{what}: PCIe link {link}"
+        value = cs * cw if cs and cw else None
+        limit = ms * mw if ms and mw else None
+        width_low = cw is not None and mw is not None and cw < mw
+        speed_low = cs is not None and ms is not None and cs < ms
+        if width_low or (speed_low and not speed_is_idle):
+            self.add("pcie_link", "fail", text + " (trained below capability: reseat the card, check the "
+                     "slot, riser and BIOS bifurcation/speed settings)", value, limit)
+        elif speed_low:
+            self.add("pcie_link", "info", text + " (GPUs lower their link speed when idle; check under load)",
+                     value, limit)
+        else:
+            self.add("pcie_link", "pass", text, value, limit)
+
+    def pcie_gpus(self) -> None:
+        gpus = self.facts.get("gpus") or {}
+        devices = gpus.get("devices")
+        if gpus.get("vendor") == "nvidia" and isinstance(devices, list):
+            for dev in devices:
+                def num(key: str, d: Mapping[str, Any] = dev) -> float | None:
+                    try:
+                        return float(d.get(key, ""))
+                    except ValueError:
+                        return None
+                gens = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}
+                cur_gen, max_gen = num("pcie.link.gen.current"), num("pcie.link.gen.max")
+                link = {"current_speed_gts": gens.get(int(cur_gen)) if cur_gen else None,
+                        "max_speed_gts": gens.get(int(max_gen)) if max_gen else None,
+                        "current_width": num("pcie.link.width.current"), "max_width": num("pcie.link.width.max")}
+                link = {k: (int(v) if k.endswith("width") and v else v) for k, v in link.items()}
+                self._pcie_verdict(f"GPU{dev.get('index')} {dev.get('name')} ({dev.get('pci.bus_id')})", link,
+                                   speed_is_idle=True)
+            return
+        for dev in gpus.get("pci") or []:
+            if _available(dev.get("pcie")):
+                self._pcie_verdict(f"GPU {dev['pci_address']}", dev["pcie"], speed_is_idle=True)
+
+    def numa(self) -> None:
+        pinned = self.host.var("numa_node")
+        nodes = (self.facts.get("numa") or {}).get("nodes") or []
+        for nic in self.nics:
+            if nic.get("virtual"):
+                continue
+            node = nic.get("numa_node")
+            if node is None:
+                if len(nodes) > 1:
+                    self.add("numa_affinity", "warn", f"{nic['netdev']} reports no NUMA node (numa_node -1) on "
+                             f"a {len(nodes)}-node host: check the BIOS (SRAT/ACPI)")
+                continue
+            cpus = nic.get("local_cpulist")
+            if pinned is None:
+                self.add("numa_affinity", "info", f"{nic['netdev']} is on NUMA node {node} (local CPUs {cpus}); "
+                         f"set numa_node={node} in the inventory to pin benchmarks there", value=node)
+            elif int(pinned) != node:
+                self.add("numa_affinity", "warn", f"benchmark pinned to NUMA node {pinned} but {nic['netdev']} "
+                         f"is on NUMA node {node} (local CPUs {cpus}): traffic crosses the socket "
+                         f"interconnect; set numa_node={node}", value=node, limit=float(pinned))
+            else:
+                self.add("numa_affinity", "pass", f"{nic['netdev']} and the benchmark are on NUMA node {node}",
+                         value=node, limit=float(pinned))
+
+    def links(self) -> None:
+        for nic in self.nics:
+            state = nic.get("operstate")
+            speed = nic.get("speed_mbps")
+            if state != "up":
+                self.add("link_state", "fail", f"{nic['netdev']} link is {state} (carrier {nic.get('carrier')})")
+            else:
+                shown = f"{speed / 1000:g} Gb/s" if speed else f"speed unknown ({nic.get('speed_raw')})"
+                self.add("link_state", "pass", f"{nic['netdev']} is up at {shown}, MTU {nic.get('mtu')}",
+                         value=speed / 1000 if speed else None)
+        rdma = self.facts.get("rdma") or {}
+        devices = {d["device"]: d for d in rdma.get("devices") or []} if _available(rdma) else {}
+        for name in _as_list(self.host.var("rdma_dev")):
+            port_no = int(self.host.var("rdma_port", 1))
+            dev = devices.get(name)
+            port = next((p for p in (dev or {}).get("ports", []) if p.get("port") == port_no), None)
+            if port is None:
+                reason = rdma.get("reason") if not _available(rdma) else f"found: {', '.join(devices) or 'none'}"
+                self.add("link_state", "fail", f"RDMA device {name} port {port_no} not found ({reason})")
+            elif port.get("state") != "ACTIVE" or port.get("phys_state") != "LinkUp":
+                self.add("link_state", "fail", f"{name}/{port_no} is {port.get('state')} / "
+                         f"{port.get('phys_state')} ({port.get('link_layer')})")
+            else:
+                self.add("link_state", "pass", f"{name}/{port_no} ACTIVE/LinkUp at {port.get('rate')}",
+                         value=port.get("rate_gbps"))
+
+    def tools(self, required: Sequence[str], minimum: Mapping[str, str]) -> None:
+        tools = self.facts.get("tools") or {}
+        for name in required:
+            info = tools.get(name) or {"available": False, "reason": "not probed"}
+            if not info.get("available"):
+                probed = self.facts.get("commands", True)
+                self.add("tool_version", "fail" if probed else "info",
+                         f"{name} is missing: {info.get('reason')}" if probed else f"{name} not probed "
+                         "(probe ran with --no-commands)")
+                continue
+            version, need = info.get("version"), minimum.get(name)
+            if need and version and _version_tuple(version) < _version_tuple(need):
+                self.add("tool_version", "fail", f"{name} {version} is older than {need} ({info.get('path')})")
+            elif need and not version:
+                self.add("tool_version", "info", f"{name} version unknown ({info.get('text')!r})")
+            else:
+                self.add("tool_version", "pass", f"{name} {version} ({info.get('path')})")
+
+    def governor(self) -> None:
+        gov = (self.facts.get("cpu") or {}).get("governor")
+        if isinstance(gov, Mapping):
+            self.add("cpu_governor", "info", f"CPU governor unknown: {gov.get('reason')}")
+        elif gov != "performance":
+            counts = (self.facts.get("cpu") or {}).get("governors")
+            self.add("cpu_governor", "warn", f"CPU frequency governor is {gov} {counts or ''}: latency and small-"
+                     "message rates vary; set it to performance (cpupower frequency-set -g performance)")
+        else:
+            self.add("cpu_governor", "pass", "CPU frequency governor is performance")
+
+    def _temperature(self, what: str, value: float | None, warn: float, fail: float) -> None:
+        if value is None:
+            return
+        status = "fail" if value >= fail else "warn" if value >= warn else "pass"
+        self.add("temperature", status, f"{what} at {value:g} °C (warn {warn:g}, fail {fail:g})", value,
+                 fail if status == "fail" else warn)
+
+    def temperatures(self) -> None:
+        for nic in self.nics:
+            module = nic.get("module") or {}
+            if _available(module) and module.get("temperature_c") is not None:
+                warn, fail = self.limits["module"]
+                parsed = parse_module(module["raw"]) if module.get("raw") else {}
+                if parsed.get("temperature_high_warning_c"):
+                    warn = min(warn, parsed["temperature_high_warning_c"])
+                self._temperature(f"{nic['netdev']} transceiver", module["temperature_c"], warn, fail)
+        addresses = {n.get("pci_address"): n["netdev"] for n in self.nics if n.get("pci_address")}
+        hwmon = (self.facts.get("temperatures") or {}).get("hwmon")
+        for sensor in hwmon if isinstance(hwmon, list) else []:
+            if sensor.get("pci_address") in addresses:
+                crit = sensor.get("crit_c")
+                warn, fail = (crit - 10.0, crit) if crit else self.limits["nic"]
+                self._temperature(f"{addresses[sensor['pci_address']]} ASIC ({sensor.get('chip')} "
+                                  f"{sensor.get('label') or sensor.get('sensor')})",
+                                  sensor.get("temperature_c"), warn, fail)
+        gpus = self.facts.get("gpus") or {}
+        if gpus.get("vendor") == "nvidia" and isinstance(gpus.get("devices"), list):
+            warn, fail = self.limits["gpu"]
+            for dev in gpus["devices"]:
+                try:
+                    value = float(dev.get("temperature.gpu", ""))
+                except ValueError:
+                    continue
+                self._temperature(f"GPU{dev.get('index')}", value, warn, fail)
+
+    def gpu_nic_topology(self) -> None:
+        topo = (self.facts.get("gpus") or {}).get("topology") or {}
+        if not topo.get("text"):
+            return
+        parsed = parse_nvidia_topo(topo["text"])
+        legend = parsed["nics"]
+        column_of = {name: col for col, name in legend.items()}
+        wanted = _as_list(self.host.var("rdma_dev")) or list(legend.values())
+        gpus = [f"GPU{g}" for g in _as_list(self.host.var("gpus"))] or [
+            d for d in parsed["devices"] if d.startswith("GPU")]
+        for nic in wanted:
+            col = column_of.get(nic, nic)
+            relations = {g: parsed["matrix"].get(g, {}).get(col) for g in gpus}
+            relations = {g: r for g, r in relations.items() if r}
+            if not relations:
+                continue
+            if self.host.var("gpus") is None:  # no GPU chosen: the NIC needs one close GPU
+                best = min(relations.items(), key=lambda kv: _RANK.get(kv[1], 9))
+                relations = dict([best])
+            for gpu, rel in relations.items():
+                text = f"{gpu} <-> {nic}: {rel}"
+                if rel in GOOD_GPU_NIC:
+                    self.add("gpu_nic_topology", "pass", text + " (same PCIe switch)")
+                else:
+                    self.add("gpu_nic_topology", "warn", text + f" ({_MEANING.get(rel, 'not under one PCIe switch')}"
+                             "): GPUDirect RDMA traffic crosses the host bridge or CPU")
+
+
+_RANK = {"PIX": 0, "PXB": 1, "PHB": 2, "NODE": 3, "SYS": 4}
+_MEANING = {"PHB": "through the PCIe host bridge", "NODE": "across host bridges within a NUMA node",
+            "SYS": "across the inter-socket link"}
+
+
+def run_checks(facts_by_host: Mapping[str, Mapping[str, Any]], hosts: Sequence[Host],
+               pairs: Sequence[tuple[str, str]] | None = None, *,
+               limits: Mapping[str, tuple[float, float]] | None = None,
+               min_versions: Mapping[str, str] | None = None,
+               required_tools: Sequence[str] | None = None) -> list[Verdict]:
+    """Verdicts (fail / warn / info / pass, evidence in the message) for every host and pair."""
+    verdicts: list[Verdict] = []
+    lim = dict(TEMPERATURE_LIMITS, **(limits or {}))
+    checks: dict[str, _HostChecks] = {}
+    for host in hosts:
+        facts = facts_by_host.get(host.name)
+        if not facts:
+            verdicts.append(Verdict("preflight.probe", "fail", "no probe output for this host", host=host.name))
+            continue
+        hc = _HostChecks(host, facts, lim)
+        hc.pcie_nics()
+        hc.pcie_gpus()
+        hc.numa()
+        hc.links()
+        hc.tools(REQUIRED_TOOLS if required_tools is None else required_tools, min_versions or MIN_VERSIONS)
+        hc.governor()
+        hc.temperatures()
+        hc.gpu_nic_topology()
+        for error in facts.get("errors") or []:
+            hc.add("probe", "warn", f"probe section failed: {error}")
+        verdicts.extend(hc.out)
+        checks[host.name] = hc
+    for a, b in pairs or []:
+        if a in checks and b in checks and checks[a].nics and checks[b].nics:
+            na, nb = checks[a].nics[0], checks[b].nics[0]
+            text = f"{a} {na['netdev']} MTU {na.get('mtu')}, {b} {nb['netdev']} MTU {nb.get('mtu')}"
+            status = "pass" if na.get("mtu") == nb.get("mtu") else "fail"
+            verdicts.append(Verdict("preflight.mtu_pair", status, text + (" (mismatch: set one MTU on both "
+                                    "ends)" if status == "fail" else ""), host=a))
+    return verdicts

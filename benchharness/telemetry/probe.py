@@ -1,0 +1,527 @@
+#!/usr/bin/env python3
+"""benchharness host probe: prints one JSON document describing this host.
+
+Copied to each host and run with the host's own interpreter::
+
+    python3 probe.py [--root DIR] [--no-commands] [--include-virtual] [--timeout S]
+
+Standard library only and no imports from benchharness; it runs on Python 3.6 and later (RHEL 8's
+python3), hence ``typing`` generics below. Every missing source is recorded as
+``{"available": false, "reason": "..."}``; every external command runs with a timeout; every section
+is wrapped so that the probe never crashes. ``--root`` reads sysfs/procfs/etc under DIR (captured
+trees in tests); ``--no-commands`` skips external commands. Complex command outputs (``nvidia-smi
+topo -m``, ``ethtool -m``, ``amd-smi``) are kept raw for the parsers on the controller side.
+"""
+# Python 3.6 compatible on purpose: typing generics, no capture_output/text=, no zip(strict=).
+# ruff: noqa: UP006, UP021, UP022, UP035, UP045, B905
+
+import argparse
+import glob
+import json
+import os
+import platform
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Dict, List, Optional
+
+PROBE_VERSION = 1
+_PCI_ADDR = re.compile(r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
+_NVIDIA_FIELDS = [
+    "index", "name", "pci.bus_id", "uuid", "driver_version", "temperature.gpu", "power.draw",
+    "pcie.link.gen.current", "pcie.link.gen.max", "pcie.link.width.current", "pcie.link.width.max",
+    "clocks.sm", "clocks.mem", "clocks.max.sm", "memory.total",
+]
+_GEN_BY_GTS = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
+
+
+def unavailable(reason: str) -> Dict[str, Any]:
+    return {"available": False, "reason": reason}
+
+
+def _speed_gts(text: Optional[str]) -> Optional[float]:
+    m = re.search(r"(\d+(?:\.\d+)?)\s*GT/s", text or "")
+    return float(m.group(1)) if m else None
+
+
+def _int(text: Optional[str]) -> Optional[int]:
+    try:
+        return int(str(text).strip(), 0)
+    except (TypeError, ValueError):
+        return None
+
+
+def _cpulist(text: Optional[str]) -> List[int]:
+    cpus = []  # type: List[int]
+    for part in (text or "").strip().split(","):
+        if "-" in part:
+            lo, hi = part.split("-", 1)
+            cpus.extend(range(int(lo), int(hi) + 1))
+        elif part.strip():
+            cpus.append(int(part))
+    return cpus
+
+
+def _first_version(text: str) -> Optional[str]:
+    m = re.search(r"(?:Version:?|version)\s*:?\s*v?(\d+(?:\.\d+)+)", text)
+    m = m or re.search(r"(\d+\.\d+(?:\.\d+)*)", text)
+    return m.group(1) if m else None
+
+
+class Probe:
+    """Reads one host (or a captured tree under ``root``) into JSON-ready dicts."""
+
+    def __init__(self, root: str = "/", commands: bool = True, include_virtual: bool = False,
+                 timeout: float = 5.0) -> None:
+        self.root = root
+        self.real = os.path.abspath(root) == "/"
+        self.commands = commands
+        self.include_virtual = include_virtual
+        self.timeout = timeout
+
+    # -- reading -------------------------------------------------------------------------------
+    def path(self, *parts: str) -> str:
+        return os.path.join(self.root, *[p.lstrip("/") for p in parts])
+
+    def read(self, *parts: str) -> Optional[str]:
+        try:
+            with open(self.path(*parts), errors="replace") as handle:
+                return handle.read().strip()
+        except (OSError, ValueError):
+            return None
+
+    def listdir(self, *parts: str) -> List[str]:
+        try:
+            return sorted(os.listdir(self.path(*parts)))
+        except OSError:
+            return []
+
+    def run(self, argv: List[str], timeout: Optional[float] = None) -> Dict[str, Any]:
+        """Run a command with a timeout; ``available`` false when skipped, missing or timed out."""
+        if not self.commands:
+            return unavailable("commands disabled (--no-commands)")
+        exe = shutil.which(argv[0])
+        if not exe:
+            return unavailable(f"{argv[0]} not found in PATH")
+        env = dict(os.environ, LC_ALL="C", LANG="C")
+        try:
+            proc = subprocess.run([exe, *argv[1:]], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  stdin=subprocess.DEVNULL, universal_newlines=True, errors="replace",
+                                  timeout=timeout or self.timeout, env=env)
+        except subprocess.TimeoutExpired:
+            return unavailable("{} timed out after {}s".format(" ".join(argv), timeout or self.timeout))
+        except OSError as exc:
+            return unavailable(f"{argv[0]} could not run: {exc}")
+        return {"available": True, "rc": proc.returncode, "stdout": proc.stdout, "stderr": proc.stderr}
+
+    # -- sections ------------------------------------------------------------------------------
+    def host(self) -> Dict[str, Any]:
+        osrel = self.read("etc/os-release") or ""
+        m = re.search(r'^PRETTY_NAME="?([^"\n]*)"?', osrel, re.MULTILINE)
+        kernel = self.read("proc/sys/kernel/osrelease") or (platform.release() if self.real else None)
+        hostname = self.read("proc/sys/kernel/hostname") or (socket.gethostname() if self.real else None)
+        uptime = self.read("proc/uptime")
+        return {"os": m.group(1) if m else None, "kernel": kernel, "hostname": hostname,
+                "arch": platform.machine() if self.real else None,
+                "uptime_s": float(uptime.split()[0]) if uptime else None}
+
+    def cpu(self) -> Dict[str, Any]:
+        info = self.read("proc/cpuinfo") or ""
+        model = None
+        for key in ("model name", "Model name", "Hardware", "cpu model", "cpu"):
+            m = re.search(rf"^{re.escape(key)}\s*:\s*(.+)$", info, re.MULTILINE)
+            if m:
+                model = m.group(1).strip()
+                break
+        logical = len(re.findall(r"^processor\s*:", info, re.MULTILINE)) or (
+            os.cpu_count() if self.real else None)
+        cores = set()
+        for block in info.split("\n\n"):
+            phys = re.search(r"^physical id\s*:\s*(\d+)", block, re.MULTILINE)
+            core = re.search(r"^core id\s*:\s*(\d+)", block, re.MULTILINE)
+            if phys and core:
+                cores.add((phys.group(1), core.group(1)))
+        governors = {}  # type: Dict[str, int]
+        for cpu in self.listdir("sys/devices/system/cpu"):
+            if re.match(r"^cpu\d+$", cpu):
+                gov = self.read("sys/devices/system/cpu", cpu, "cpufreq/scaling_governor")
+                if gov:
+                    governors[gov] = governors.get(gov, 0) + 1
+        if governors:
+            governor = next(iter(governors)) if len(governors) == 1 else "mixed"  # type: Any
+        else:
+            governor = unavailable("no cpufreq scaling_governor in sysfs (VM, or no cpufreq driver)")
+        return {"model": model, "logical_cores": logical, "physical_cores": len(cores) or None,
+                "sockets": len({c[0] for c in cores}) or None, "governor": governor,
+                "governors": governors}
+
+    def memory(self) -> Dict[str, Any]:
+        text = self.read("proc/meminfo")
+        if text is None:
+            return unavailable("no /proc/meminfo")
+        values = {k: int(v) * 1024 for k, v in re.findall(r"^(\w+):\s+(\d+) kB", text, re.MULTILINE)}
+        pages = re.search(r"^HugePages_Total:\s+(\d+)", text, re.MULTILINE)
+        return {"total_bytes": values.get("MemTotal"), "available_bytes": values.get("MemAvailable"),
+                "hugepages_total": int(pages.group(1)) if pages else None,
+                "hugepage_size_bytes": values.get("Hugepagesize")}
+
+    def numa(self) -> Dict[str, Any]:
+        base = "sys/devices/system/node"
+        names = [n for n in self.listdir(base) if re.match(r"^node\d+$", n)]
+        if not names:
+            return unavailable(f"no {base} (kernel without NUMA)")
+        nodes = []
+        for name in sorted(names, key=lambda n: int(n[4:])):
+            meminfo = self.read(base, name, "meminfo") or ""
+            total = re.search(r"MemTotal:\s+(\d+) kB", meminfo)
+            free = re.search(r"MemFree:\s+(\d+) kB", meminfo)
+            cpus = _cpulist(self.read(base, name, "cpulist"))
+            nodes.append({"node": int(name[4:]), "cpus": cpus, "cpulist": self.read(base, name, "cpulist"),
+                          "has_cpu": bool(cpus),
+                          "distances": [int(d) for d in (self.read(base, name, "distance") or "").split()],
+                          "mem_total_bytes": int(total.group(1)) * 1024 if total else None,
+                          "mem_free_bytes": int(free.group(1)) * 1024 if free else None})
+        return {"nodes": nodes, "cpuless_nodes": [n["node"] for n in nodes if not n["has_cpu"]]}
+
+    # -- PCI helpers ---------------------------------------------------------------------------
+    def pci_dir(self, device_link: str) -> Optional[str]:
+        """The PCI function directory at or above a sysfs device (virtio sits below its PCI device)."""
+        real = os.path.realpath(self.path(device_link))
+        if not os.path.exists(real):
+            return None
+        parts = real.split(os.sep)
+        for i in range(len(parts) - 1, -1, -1):
+            if _PCI_ADDR.match(parts[i]):
+                return os.sep.join(parts[: i + 1])
+        return None
+
+    def pcie_link(self, pci_dir: Optional[str]) -> Dict[str, Any]:
+        if not pci_dir:
+            return unavailable("not a PCI device")
+        def attr(name: str) -> Optional[str]:
+            try:
+                with open(os.path.join(pci_dir, name)) as handle:
+                    return handle.read().strip()
+            except OSError:
+                return None
+        cur_s, max_s = attr("current_link_speed"), attr("max_link_speed")
+        cur_w, max_w = _int(attr("current_link_width")), _int(attr("max_link_width"))
+        if cur_s is None and cur_w is None:
+            return unavailable("no PCIe link attributes in sysfs (not PCIe, or a virtual function)")
+        cur_g, max_g = _speed_gts(cur_s), _speed_gts(max_s)
+        downgraded = bool((cur_g and max_g and cur_g < max_g) or (cur_w and max_w and cur_w < max_w))
+        return {"current_link_speed": cur_s, "max_link_speed": max_s, "current_speed_gts": cur_g,
+                "max_speed_gts": max_g, "current_gen": _GEN_BY_GTS.get(cur_g or 0),
+                "max_gen": _GEN_BY_GTS.get(max_g or 0), "current_width": cur_w, "max_width": max_w,
+                "downgraded": downgraded}
+
+    def lspci(self, address: Optional[str]) -> Dict[str, Any]:
+        if not address:
+            return unavailable("no PCI address")
+        res = self.run(["lspci", "-vvv", "-s", address])
+        if not res["available"]:
+            return res
+        text = res["stdout"]
+        if "Capabilities: <access denied>" in text:
+            return unavailable("lspci capabilities need root")
+        out = {"available": True}  # type: Dict[str, Any]
+        m = re.search(r"MaxPayload (\d+) bytes, MaxReadReq (\d+) bytes", text)
+        out["max_payload_bytes"], out["max_read_req_bytes"] = (int(m.group(1)), int(m.group(2))) if m else (
+            None, None)
+        for key in ("LnkCap", "LnkSta"):
+            line = re.search(rf"{key}:\s*(.*)", text)
+            speed = re.search(r"Speed ([0-9.]+GT/s)", line.group(1)) if line else None
+            width = re.search(r"Width x(\d+)", line.group(1)) if line else None
+            out[key.lower()] = {"speed_gts": _speed_gts(speed.group(1)) if speed else None,
+                                "width": int(width.group(1)) if width else None}
+        sta = re.search(r"LnkSta:\s*(.*)", text)
+        if not sta:
+            return unavailable("no PCIe Express capability in lspci output")
+        out["downgraded"] = "downgraded" in sta.group(1) or any(
+            out["lnksta"][k] is not None and out["lnkcap"][k] is not None and out["lnksta"][k] < out["lnkcap"][k]
+            for k in ("speed_gts", "width"))
+        return out
+
+    # -- NICs ----------------------------------------------------------------------------------
+    def nics(self) -> Dict[str, Any]:
+        names = self.listdir("sys/class/net")
+        if not names:
+            return unavailable("no /sys/class/net")
+        physical, virtual = [], []  # type: List[str], List[str]
+        for name in names:
+            real = os.path.realpath(self.path("sys/class/net", name))
+            is_virtual = "/devices/virtual/" in real or not os.path.exists(self.path("sys/class/net", name,
+                                                                                      "device"))
+            (virtual if is_virtual else physical).append(name)
+        chosen = list(physical)
+        if self.include_virtual:
+            chosen += [n for n in virtual if n != "lo"]
+        elif not physical:
+            chosen = [n for n in virtual if n != "lo"]  # e.g. a namespace with only veth
+        chosen = sorted(chosen)
+        with ThreadPoolExecutor(max_workers=max(1, min(8, len(chosen)))) as pool:
+            records = list(pool.map(lambda n: self.nic(n, n in virtual), chosen))
+        return {"devices": records, "skipped": [n for n in names if n not in chosen]}
+
+    def nic(self, name: str, is_virtual: bool) -> Dict[str, Any]:
+        base = "sys/class/net/" + name
+        rec = {"netdev": name, "virtual": is_virtual}  # type: Dict[str, Any]
+        speed = self.read(base, "speed")
+        rec["speed_raw"] = speed
+        mbps = _int(speed)  # -1 (or an unreadable file) while the link is down or unknown
+        rec["speed_mbps"] = mbps if mbps is not None and mbps > 0 else None
+        rec["mtu"] = _int(self.read(base, "mtu"))
+        rec["operstate"] = self.read(base, "operstate")
+        rec["carrier"] = _int(self.read(base, "carrier"))
+        rec["mac"] = self.read(base, "address")
+        rec["queues"] = {"rx": len([q for q in self.listdir(base, "queues") if q.startswith("rx-")]),
+                         "tx": len([q for q in self.listdir(base, "queues") if q.startswith("tx-")])}
+        driver_link = self.path(base, "device", "driver")
+        rec["driver"] = os.path.basename(os.path.realpath(driver_link)) if os.path.exists(driver_link) else None
+        pci_dir = None if is_virtual else self.pci_dir(base + "/device")
+        rec["pci_address"] = os.path.basename(pci_dir) if pci_dir else None
+        if pci_dir:
+            numa = _int(self._read_abs(pci_dir, "numa_node"))
+            rec["numa_node"] = numa if numa is not None and numa >= 0 else None
+            rec["local_cpulist"] = self._read_abs(pci_dir, "local_cpulist")
+            try:
+                rec["rdma_devices"] = sorted(os.listdir(os.path.join(pci_dir, "infiniband")))
+            except OSError:
+                rec["rdma_devices"] = []
+        else:
+            rec.update({"numa_node": None, "local_cpulist": None, "rdma_devices": []})
+        rec["pcie"] = self.pcie_link(pci_dir) if not is_virtual else unavailable("virtual interface")
+        rec["lspci"] = self.lspci(rec["pci_address"])
+        info = self.run(["ethtool", "-i", name])
+        if info["available"] and info["rc"] == 0:
+            kv = dict(re.findall(r"^([\w-]+):[ \t]*(.*)$", info["stdout"], re.MULTILINE))
+            rec["firmware"] = kv.get("firmware-version") or None
+            rec["driver_version"] = kv.get("version") or None
+            rec["driver"] = rec["driver"] or kv.get("driver")
+        else:
+            rec["firmware"] = info if not info["available"] else unavailable(info["stderr"].strip()[:200])
+        rec["module"] = self.module(name) if not is_virtual else unavailable("virtual interface")
+        return rec
+
+    def module(self, name: str) -> Dict[str, Any]:
+        res = self.run(["ethtool", "-m", name])
+        if not res["available"]:
+            return res
+        if res["rc"] != 0:
+            return unavailable("ethtool -m: " + (res["stderr"].strip() or "rc {}".format(res["rc"]))[:200])
+        temp = re.search(r"Module temperature\s*:\s*([-\d.]+) degrees C", res["stdout"])
+        ident = re.search(r"Identifier\s*:\s*(.+)", res["stdout"])
+        return {"available": True, "temperature_c": float(temp.group(1)) if temp else None,
+                "identifier": ident.group(1).strip() if ident else None, "raw": res["stdout"]}
+
+    def _read_abs(self, directory: str, name: str) -> Optional[str]:
+        try:
+            with open(os.path.join(directory, name)) as handle:
+                return handle.read().strip()
+        except OSError:
+            return None
+
+    # -- RDMA ----------------------------------------------------------------------------------
+    def rdma(self) -> Dict[str, Any]:
+        base = "sys/class/infiniband"
+        names = self.listdir(base)
+        if not names:
+            return unavailable("no /sys/class/infiniband (no RDMA devices or no RDMA in the kernel)")
+        devices = []
+        for dev in names:
+            d = {"device": dev, "ports": []}  # type: Dict[str, Any]
+            for key in ("fw_ver", "node_guid", "sys_image_guid", "node_desc", "hca_type", "board_id"):
+                d[key] = self.read(base, dev, key)
+            pci_dir = self.pci_dir(base + "/" + dev + "/device")
+            d["pci_address"] = os.path.basename(pci_dir) if pci_dir else None
+            for port in self.listdir(base, dev, "ports"):
+                d["ports"].append(self.rdma_port(base + "/" + dev + "/ports/" + port, int(port)))
+            devices.append(d)
+        out = {"source": "sysfs", "devices": devices}  # type: Dict[str, Any]
+        if self.real:
+            out["pyverbs"] = self.pyverbs()
+        return out
+
+    def rdma_port(self, base: str, number: int) -> Dict[str, Any]:
+        state, phys = self.read(base, "state") or "", self.read(base, "phys_state") or ""
+        p = {"port": number, "state": state.split(":")[-1].strip() or None,
+             "phys_state": phys.split(":")[-1].strip() or None, "link_layer": self.read(base, "link_layer"),
+             "rate": self.read(base, "rate"), "lid": _int(self.read(base, "lid")),
+             "sm_lid": _int(self.read(base, "sm_lid"))}  # type: Dict[str, Any]
+        m = re.match(r"([\d.]+)\s*Gb/sec", p["rate"] or "")
+        p["rate_gbps"] = float(m.group(1)) if m else None
+        gids = []
+        for idx in sorted(self.listdir(base, "gids"), key=lambda x: int(x) if x.isdigit() else 0):
+            gid = self.read(base, "gids", idx)
+            if not gid or set(gid.replace(":", "")) == {"0"}:
+                continue
+            gids.append({"index": int(idx), "gid": gid, "type": self.read(base, "gid_attrs/types", idx),
+                         "netdev": self.read(base, "gid_attrs/ndevs", idx)})
+        p["gids"] = gids
+        p["netdevs"] = sorted({g["netdev"] for g in gids if g["netdev"]})
+        return p
+
+    def pyverbs(self) -> Dict[str, Any]:
+        try:
+            import pyverbs.device as verbs
+        except Exception as exc:  # ImportError, or a broken install
+            return unavailable(f"pyverbs does not import: {str(exc)[:120]}")
+        out = {}
+        for dev in verbs.get_device_list():
+            name = dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
+            with verbs.Context(name=name) as ctx:
+                attr = ctx.query_device()
+                ports = {}
+                for port in range(1, attr.phys_port_cnt + 1):
+                    pa = ctx.query_port(port)
+                    ports[str(port)] = {"state": int(pa.state), "active_mtu": 128 << int(pa.active_mtu),
+                                        "max_mtu": 128 << int(pa.max_mtu), "link_layer": int(pa.link_layer)}
+                out[name] = {"fw_ver": attr.fw_ver, "max_qp": attr.max_qp, "ports": ports}
+        return {"available": True, "devices": out}
+
+    # -- GPUs ----------------------------------------------------------------------------------
+    def gpus(self) -> Dict[str, Any]:
+        out = {"pci": self.pci_gpus()}  # type: Dict[str, Any]
+        nv = self.run(["nvidia-smi", "--query-gpu=" + ",".join(_NVIDIA_FIELDS), "--format=csv,noheader,nounits"])
+        if nv["available"] and nv["rc"] == 0:
+            rows = [[c.strip() for c in line.split(",")] for line in nv["stdout"].splitlines() if line.strip()]
+            out["vendor"] = "nvidia"
+            out["fields"] = _NVIDIA_FIELDS
+            out["devices"] = [dict(zip(_NVIDIA_FIELDS, row)) for row in rows]
+            topo = self.run(["nvidia-smi", "topo", "-m"])
+            out["topology"] = {"available": True, "text": topo["stdout"]} if topo["available"] else topo
+            return out
+        amd = self.run(["amd-smi", "static", "--json"], timeout=15)
+        if amd["available"] and amd["rc"] == 0:
+            out["vendor"] = "amd"
+            out["static_json"] = amd["stdout"]
+            metric = self.run(["amd-smi", "metric", "--json"], timeout=15)
+            out["metric_json"] = metric.get("stdout") if metric["available"] else None
+            return out
+        out["devices"] = unavailable("nvidia-smi: {}; amd-smi: {}".format(
+            nv.get("reason") or "rc {}".format(nv.get("rc")), amd.get("reason") or "rc {}".format(amd.get("rc"))))
+        return out
+
+    def pci_gpus(self) -> List[Dict[str, Any]]:
+        """GPUs seen in sysfs (vendor NVIDIA/AMD, display or 3D class) with their PCIe link."""
+        found = []
+        base = "sys/bus/pci/devices"
+        for addr in self.listdir(base):
+            cls, vendor = self.read(base, addr, "class") or "", self.read(base, addr, "vendor") or ""
+            if vendor in ("0x10de", "0x1002") and cls[:6] in ("0x0300", "0x0302"):
+                pci_dir = os.path.realpath(self.path(base, addr))
+                numa = _int(self.read(base, addr, "numa_node"))
+                found.append({"pci_address": addr, "vendor": vendor, "device": self.read(base, addr, "device"),
+                              "numa_node": numa if numa is not None and numa >= 0 else None,
+                              "pcie": self.pcie_link(pci_dir)})
+        return found
+
+    # -- temperatures and tools ----------------------------------------------------------------
+    def temperatures(self) -> Dict[str, Any]:
+        hwmon = []
+        for mon in self.listdir("sys/class/hwmon"):
+            base = "sys/class/hwmon/" + mon
+            name = self.read(base, "name")
+            for entry in self.listdir(base):
+                m = re.match(r"^(temp\d+)_input$", entry)
+                value = _int(self.read(base, entry)) if m else None
+                if m and value is not None:
+                    t = m.group(1)
+                    crit, high = _int(self.read(base, t + "_crit")), _int(self.read(base, t + "_max"))
+                    pci_dir = self.pci_dir(base + "/device") if os.path.exists(self.path(base, "device")) else None
+                    hwmon.append({"chip": name, "sensor": t, "label": self.read(base, t + "_label"),
+                                  "temperature_c": value / 1000.0,
+                                  "crit_c": crit / 1000.0 if crit else None, "max_c": high / 1000.0 if high else None,
+                                  "pci_address": os.path.basename(pci_dir) if pci_dir else None})
+        zones = []
+        for zone in self.listdir("sys/class/thermal"):
+            if zone.startswith("thermal_zone"):
+                value = _int(self.read("sys/class/thermal", zone, "temp"))
+                if value is not None:
+                    zones.append({"zone": zone, "type": self.read("sys/class/thermal", zone, "type"),
+                                  "temperature_c": value / 1000.0})
+        return {"hwmon": hwmon if hwmon else unavailable("no hwmon temperature sensors"),
+                "thermal_zones": zones if zones else unavailable("no thermal zones")}
+
+    def tools(self) -> Dict[str, Any]:
+        checks = {
+            "perftest": ["ib_write_bw", "--version"], "iperf3": ["iperf3", "--version"],
+            "mpirun": ["mpirun", "--version"], "ucx": ["ucx_info", "-v"], "ethtool": ["ethtool", "--version"],
+        }
+
+        def version(argv: List[str]) -> Dict[str, Any]:
+            res = self.run(argv)
+            if not res["available"]:
+                return res
+            text = (res["stdout"] + "\n" + res["stderr"]).strip()
+            # ib_write_bw --version prints "Version: 6.06" and exits 1: the text decides, not rc.
+            return {"available": True, "version": _first_version(text), "path": shutil.which(argv[0]),
+                    "text": text.splitlines()[0][:200] if text else ""}
+
+        with ThreadPoolExecutor(max_workers=len(checks)) as pool:
+            results = dict(zip(checks, pool.map(version, checks.values())))
+        results["nccl-tests"] = self.nccl_tests()
+        results["python"] = {"available": True, "version": platform.python_version(),
+                             "executable": sys.executable}
+        return results
+
+    def nccl_tests(self) -> Dict[str, Any]:
+        candidates = [shutil.which("all_reduce_perf")] if self.real else []
+        dirs = [os.environ.get("NCCL_TESTS_DIR", ""), "/opt/nccl-tests/build", "/usr/local/nccl-tests/build",
+                os.path.expanduser("~/nccl-tests/build")]
+        candidates += [os.path.join(d, "all_reduce_perf") for d in dirs if d and self.real]
+        found = next((c for c in candidates if c and os.access(c, os.X_OK)), None)
+        # Named directories only: a recursive glob under /usr/lib follows symlink loops.
+        lib_dirs = ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib",
+                    "/usr/local/cuda/lib64", "/usr/local/lib", "/opt/nccl/lib"]
+        libs = [p for d in lib_dirs for p in glob.glob(os.path.join(d, "libnccl.so.*"))] if self.real else []
+        nccl = re.search(r"libnccl\.so\.(\d+\.\d+\.\d+)", " ".join(libs))
+        if not found:
+            out = unavailable("all_reduce_perf not in PATH, $NCCL_TESTS_DIR or the usual build dirs")
+        else:
+            out = {"available": True, "path": found}
+        out["nccl_version"] = nccl.group(1) if nccl else None
+        return out
+
+    # -- all -----------------------------------------------------------------------------------
+    def collect(self) -> Dict[str, Any]:
+        started = time.time()
+        doc = {"probe_version": PROBE_VERSION, "collected_at": started, "root": self.root,
+               "commands": self.commands, "errors": []}  # type: Dict[str, Any]
+        sections = [("host", self.host), ("cpu", self.cpu), ("memory", self.memory), ("numa", self.numa),
+                    ("nics", self.nics), ("rdma", self.rdma), ("gpus", self.gpus),
+                    ("temperatures", self.temperatures), ("tools", self.tools)]  # type: List[Any]
+        for name, fn in sections:
+            doc[name] = _guarded(name, fn, doc["errors"])
+        doc["duration_s"] = round(time.time() - started, 3)
+        return doc
+
+
+def _guarded(name: str, fn: Callable[[], Any], errors: List[str]) -> Any:
+    try:
+        return fn()
+    except Exception as exc:  # the probe must never crash: record and go on
+        errors.append(f"{name}: {type(exc).__name__}: {exc}")
+        return unavailable(f"probe error: {type(exc).__name__}: {exc}")
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description="Describe this host as one JSON document.")
+    parser.add_argument("--root", default="/", help="read sysfs/procfs/etc under DIR (captured trees)")
+    parser.add_argument("--no-commands", action="store_true", help="run no external commands")
+    parser.add_argument("--include-virtual", action="store_true", help="list virtual interfaces too")
+    parser.add_argument("--timeout", type=float, default=5.0, help="seconds per external command")
+    args = parser.parse_args(argv)
+    probe = Probe(args.root, commands=not args.no_commands, include_virtual=args.include_virtual,
+                  timeout=args.timeout)
+    json.dump(probe.collect(), sys.stdout, indent=1, sort_keys=True, default=str)
+    sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,276 @@
+#!/usr/bin/env python3
+"""benchharness in-step sampler: one JSON line per interval while a benchmark step runs.
+
+Copied to each host and started in the background by the runner::
+
+    python3 sampler.py --interval 1 --netdev eth0 [--netdev eth1] [--duration N | --count N]
+    python3 sampler.py --snapshot --netdev eth0 [--rdma-dev mlx5_0] [--rdma-port 1]
+
+A line holds per-core and total CPU busy % (from /proc/stat deltas), memory, per-NIC rates per
+second (bytes, packets, errors, drops) and temperatures (hwmon, thermal zones). psutil is used
+when it imports (``--no-psutil`` forces /proc and /sys). SIGTERM and SIGINT end it cleanly with
+exit code 0. ``--snapshot`` prints one JSON document of raw counters (``ethtool -S``, netdev
+statistics, RDMA ``counters`` and ``hw_counters``) for before/after deltas. Standard library only,
+Python 3.6+ (hence ``typing`` generics).
+"""
+# ruff: noqa: UP006, UP021, UP022, UP035, UP045
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from typing import Any, Dict, List, Optional
+
+NET_FIELDS = ["rx_bytes", "tx_bytes", "rx_packets", "tx_packets", "rx_errors", "tx_errors",
+              "rx_dropped", "tx_dropped"]
+_PSUTIL_NET = {"rx_bytes": "bytes_recv", "tx_bytes": "bytes_sent", "rx_packets": "packets_recv",
+               "tx_packets": "packets_sent", "rx_errors": "errin", "tx_errors": "errout",
+               "rx_dropped": "dropin", "tx_dropped": "dropout"}
+
+
+class _Stop(Exception):
+    pass
+
+
+def _read(path: str) -> Optional[str]:
+    try:
+        with open(path) as handle:
+            return handle.read().strip()
+    except OSError:
+        return None
+
+
+def _int(text: Optional[str]) -> Optional[int]:
+    try:
+        return int(str(text).strip())
+    except (TypeError, ValueError):
+        return None
+
+
+class Sources:
+    """Raw readings from psutil or from /proc and /sys under ``root``."""
+
+    def __init__(self, root: str = "/", use_psutil: bool = True) -> None:
+        self.root = root
+        self.psutil = None  # type: Any
+        if use_psutil and os.path.abspath(root) == "/":
+            try:
+                import psutil
+
+                self.psutil = psutil
+            except ImportError:
+                self.psutil = None
+
+    @property
+    def name(self) -> str:
+        return "psutil" if self.psutil else "proc"
+
+    def p(self, path: str) -> str:
+        return os.path.join(self.root, path.lstrip("/"))
+
+    def cpu_times(self) -> Dict[str, List[int]]:
+        """cpu name -> [busy, total] in ticks (psutil seconds scaled to centiseconds)."""
+        out = {}  # type: Dict[str, List[int]]
+        if self.psutil:
+            per = self.psutil.cpu_times(percpu=True)
+            for i, t in enumerate(per):
+                total = sum(t)
+                idle = t.idle + getattr(t, "iowait", 0.0)
+                out[f"cpu{i}"] = [int((total - idle) * 100), int(total * 100)]
+            return out
+        for line in (_read(self.p("/proc/stat")) or "").splitlines():
+            m = re.match(r"^(cpu\d*)\s+(.*)$", line)
+            if m:
+                values = [int(v) for v in m.group(2).split()]
+                # guest and guest_nice are already counted in user and nice
+                total = sum(values[:8])
+                idle = values[3] + (values[4] if len(values) > 4 else 0)
+                out[m.group(1)] = [total - idle, total]
+        return out
+
+    def memory(self) -> Dict[str, Any]:
+        if self.psutil:
+            vm = self.psutil.virtual_memory()
+            return {"total_bytes": vm.total, "available_bytes": vm.available}
+        text = _read(self.p("/proc/meminfo")) or ""
+        values = {k: int(v) * 1024 for k, v in re.findall(r"^(\w+):\s+(\d+) kB", text, re.MULTILINE)}
+        return {"total_bytes": values.get("MemTotal"), "available_bytes": values.get("MemAvailable")}
+
+    def net(self, netdevs: List[str]) -> Dict[str, Dict[str, int]]:
+        out = {}  # type: Dict[str, Dict[str, int]]
+        if self.psutil:
+            counters = self.psutil.net_io_counters(pernic=True)
+            for nd in netdevs:
+                if nd in counters:
+                    out[nd] = {f: getattr(counters[nd], _PSUTIL_NET[f]) for f in NET_FIELDS}
+            return out
+        for nd in netdevs:
+            stats = {}
+            for f in NET_FIELDS:
+                value = _int(_read(self.p(f"/sys/class/net/{nd}/statistics/{f}")))
+                if value is not None:
+                    stats[f] = value
+            if stats:
+                out[nd] = stats
+        return out
+
+    def temperatures(self) -> Dict[str, float]:
+        out = {}  # type: Dict[str, float]
+        base = self.p("/sys/class/hwmon")
+        for mon in sorted(os.listdir(base)) if os.path.isdir(base) else []:
+            chip = _read(os.path.join(base, mon, "name")) or mon
+            for entry in sorted(os.listdir(os.path.join(base, mon))):
+                m = re.match(r"^(temp\d+)_input$", entry)
+                value = _int(_read(os.path.join(base, mon, entry))) if m else None
+                if m and value is not None:
+                    label = _read(os.path.join(base, mon, m.group(1) + "_label")) or m.group(1)
+                    out[f"hwmon/{mon}/{chip}/{label}"] = value / 1000.0
+        base = self.p("/sys/class/thermal")
+        for zone in sorted(os.listdir(base)) if os.path.isdir(base) else []:
+            value = _int(_read(os.path.join(base, zone, "temp")))
+            if zone.startswith("thermal_zone") and value is not None:
+                out["thermal/{}/{}".format(zone, _read(os.path.join(base, zone, "type")))] = value / 1000.0
+        return out
+
+
+def _rates(before: Dict[str, int], after: Dict[str, int], seconds: float) -> Dict[str, Any]:
+    out = {}  # type: Dict[str, Any]
+    for f in NET_FIELDS:
+        if f in before and f in after:
+            diff = after[f] - before[f]
+            out[f + "_per_s"] = round(diff / seconds, 3) if diff >= 0 else None  # None: counter reset
+    for d in ("rx", "tx"):
+        bps = out.get(d + "_bytes_per_s")
+        out[d + "_gbps"] = round(bps * 8 / 1e9, 6) if bps is not None else None
+    return out
+
+
+def sample_line(src: Sources, netdevs: List[str], prev: Dict[str, Any], now: Dict[str, Any]) -> Dict[str, Any]:
+    """One output line from two raw readings ``prev`` and ``now``."""
+    seconds = max(now["t"] - prev["t"], 1e-6)
+    per_core, total = [], None
+    for name in sorted(now["cpu"], key=lambda n: -1 if n == "cpu" else int(n[3:])):
+        if name not in prev["cpu"]:
+            continue
+        busy = now["cpu"][name][0] - prev["cpu"][name][0]
+        span = now["cpu"][name][1] - prev["cpu"][name][1]
+        pct = round(100.0 * busy / span, 2) if span > 0 else 0.0
+        if name == "cpu":
+            total = pct
+        else:
+            per_core.append(pct)
+    if total is None and per_core:
+        total = round(sum(per_core) / len(per_core), 2)
+    mem = now["mem"]
+    used = None
+    if mem.get("total_bytes") and mem.get("available_bytes") is not None:
+        used = round(100.0 * (1 - mem["available_bytes"] / mem["total_bytes"]), 2)
+    return {
+        "ts": round(now["wall"], 3), "interval_s": round(seconds, 3), "source": src.name,
+        "cpu": {"total_pct": total, "per_core_pct": per_core},
+        "mem": dict(mem, used_pct=used),
+        "net": {nd: _rates(prev["net"][nd], now["net"][nd], seconds) for nd in netdevs
+                if nd in prev["net"] and nd in now["net"]},
+        "temps": now["temps"],
+    }
+
+
+def reading(src: Sources, netdevs: List[str]) -> Dict[str, Any]:
+    return {"t": time.monotonic(), "wall": time.time(), "cpu": src.cpu_times(), "mem": src.memory(),
+            "net": src.net(netdevs), "temps": src.temperatures()}
+
+
+def snapshot(root: str, netdevs: List[str], rdma_devs: List[str], port: Optional[int]) -> Dict[str, Any]:
+    """Raw counters keyed ``source:object:name`` (see benchharness.telemetry.counters)."""
+    counters = {}  # type: Dict[str, int]
+    errors = []  # type: List[str]
+    for nd in netdevs:
+        exe = shutil.which("ethtool") if os.path.abspath(root) == "/" else None
+        if exe:
+            try:
+                proc = subprocess.run([exe, "-S", nd], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      universal_newlines=True, timeout=5)
+                for name, value in re.findall(r"^\s+(\S.*?):\s+(-?\d+)\s*$", proc.stdout, re.MULTILINE):
+                    counters[f"ethtool:{nd}:{name}"] = int(value)
+                if proc.returncode != 0:
+                    errors.append(f"ethtool -S {nd}: {proc.stderr.strip()[:200]}")
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                errors.append(f"ethtool -S {nd}: {exc}")
+        stats = os.path.join(root, "sys/class/net", nd, "statistics")
+        for name in sorted(os.listdir(stats)) if os.path.isdir(stats) else []:
+            value = _int(_read(os.path.join(stats, name)))
+            if value is not None:
+                counters[f"net:{nd}:{name}"] = value
+    ib = os.path.join(root, "sys/class/infiniband")
+    devs = rdma_devs or (sorted(os.listdir(ib)) if os.path.isdir(ib) else [])
+    for dev in devs:
+        ports_dir = os.path.join(ib, dev, "ports")
+        ports = [str(port)] if port else (sorted(os.listdir(ports_dir)) if os.path.isdir(ports_dir) else [])
+        for p in ports:
+            for sub, prefix in (("counters", "ib"), ("hw_counters", "ib_hw")):
+                d = os.path.join(ports_dir, p, sub)
+                for name in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+                    value = _int(_read(os.path.join(d, name)))
+                    if value is not None:
+                        counters[f"{prefix}:{dev}/{p}:{name}"] = value
+    return {"ts": time.time(), "hostname": socket.gethostname(), "counters": counters, "errors": errors}
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description="Sample CPU, memory, NIC rates and temperatures.")
+    parser.add_argument("--interval", type=float, default=1.0)
+    parser.add_argument("--netdev", action="append", default=[])
+    parser.add_argument("--duration", type=float, default=None, help="stop after N seconds")
+    parser.add_argument("--count", type=int, default=None, help="stop after N lines")
+    parser.add_argument("--no-psutil", action="store_true", help="read /proc and /sys even if psutil imports")
+    parser.add_argument("--root", default="/", help="read /proc and /sys under DIR")
+    parser.add_argument("--snapshot", action="store_true", help="print one JSON snapshot of raw counters")
+    parser.add_argument("--rdma-dev", action="append", default=[])
+    parser.add_argument("--rdma-port", type=int, default=None)
+    args = parser.parse_args(argv)
+    if args.snapshot:
+        json.dump(snapshot(args.root, args.netdev, args.rdma_dev, args.rdma_port), sys.stdout, sort_keys=True)
+        sys.stdout.write("\n")
+        return 0
+
+    state = {"stop": False, "sleeping": False}
+
+    def on_signal(signum: int, frame: Any) -> None:
+        state["stop"] = True
+        if state["sleeping"]:
+            raise _Stop()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    src = Sources(args.root, use_psutil=not args.no_psutil)
+    started = time.monotonic()
+    prev = reading(src, args.netdev)
+    lines = 0
+    try:
+        while not state["stop"]:
+            state["sleeping"] = True
+            time.sleep(max(0.01, args.interval - (time.monotonic() - prev["t"])))
+            state["sleeping"] = False
+            now = reading(src, args.netdev)
+            sys.stdout.write(json.dumps(sample_line(src, args.netdev, prev, now), sort_keys=True) + "\n")
+            sys.stdout.flush()
+            prev, lines = now, lines + 1
+            if args.count is not None and lines >= args.count:
+                break
+            if args.duration is not None and time.monotonic() - started >= args.duration - 1e-3:
+                break
+    except _Stop:
+        pass
+    except BrokenPipeError:
+        return 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

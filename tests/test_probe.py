@@ -1,0 +1,121 @@
+"""The host probe: against captured sysfs/procfs trees, and for real on this machine.
+
+The trees under tests/fixtures/telemetry/trees/ (rebuilt by build_trees.py there) copy real
+sysfs layouts; this machine has no RDMA, no GPU and a virtio NIC, so those parts are only
+exercised through the trees.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+PROBE = Path(__file__).parents[1] / "benchharness" / "telemetry" / "probe.py"
+TREES = Path(__file__).parent / "fixtures" / "telemetry" / "trees"
+
+
+def probe_tree(name: str, *extra: str) -> dict[str, Any]:
+    out = subprocess.run([sys.executable, str(PROBE), "--root", str(TREES / name), "--no-commands", *extra],
+                         capture_output=True, text=True, timeout=30, check=True)
+    return json.loads(out.stdout)
+
+
+@pytest.fixture(scope="module")
+def degraded() -> dict[str, Any]:
+    return probe_tree("degraded")
+
+
+@pytest.fixture(scope="module")
+def healthy() -> dict[str, Any]:
+    return probe_tree("healthy")
+
+
+def nic(doc: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(n for n in doc["nics"]["devices"] if n["netdev"] == name)
+
+
+def test_degraded_tree_nic_link_and_numa(degraded: dict[str, Any]) -> None:
+    assert degraded["errors"] == []
+    cx7 = nic(degraded, "ens1f0np0")
+    assert cx7["pci_address"] == "0000:17:00.0" and cx7["driver"] == "mlx5_core"
+    assert cx7["numa_node"] == 1 and cx7["local_cpulist"] == "2-3"
+    assert cx7["pcie"]["downgraded"] is True
+    assert (cx7["pcie"]["current_speed_gts"], cx7["pcie"]["current_width"]) == (16.0, 8)
+    assert (cx7["pcie"]["max_speed_gts"], cx7["pcie"]["max_width"], cx7["pcie"]["max_gen"]) == (32.0, 16, 5)
+    assert cx7["speed_mbps"] == 400000 and cx7["mtu"] == 9000 and cx7["queues"] == {"rx": 4, "tx": 4}
+    assert cx7["rdma_devices"] == ["mlx5_0"]
+    assert cx7["lspci"] == {"available": False, "reason": "commands disabled (--no-commands)"}
+
+
+def test_degraded_tree_link_down_nic_and_skips(degraded: dict[str, Any]) -> None:
+    eno1 = nic(degraded, "eno1")
+    assert eno1["operstate"] == "down" and eno1["speed_mbps"] is None and eno1["speed_raw"] is None
+    assert degraded["nics"]["skipped"] == ["lo"]
+
+
+def test_degraded_tree_host_cpu_rdma_gpu(degraded: dict[str, Any]) -> None:
+    assert degraded["host"]["hostname"] == "gpu-a" and degraded["host"]["os"] == "Ubuntu 22.04.4 LTS"
+    assert degraded["cpu"]["governor"] == "powersave" and degraded["cpu"]["sockets"] == 2
+    (dev,) = degraded["rdma"]["devices"]
+    port = dev["ports"][0]
+    assert (port["state"], port["phys_state"], port["rate_gbps"]) == ("ACTIVE", "LinkUp", 400.0)
+    assert [g["type"] for g in port["gids"]] == ["IB/RoCE v1", "RoCE v2", "IB/RoCE v1", "RoCE v2"]
+    assert port["netdevs"] == ["ens1f0np0"] and dev["pci_address"] == "0000:17:00.0"
+    (gpu,) = degraded["gpus"]["pci"]
+    assert gpu["pcie"]["current_speed_gts"] == 2.5 and gpu["numa_node"] == 1
+    assert degraded["gpus"]["devices"]["available"] is False
+    (sensor,) = degraded["temperatures"]["hwmon"]
+    assert sensor["pci_address"] == "0000:17:00.0" and sensor["temperature_c"] == 71.0
+
+
+def test_healthy_tree_cpuless_numa_node(healthy: dict[str, Any]) -> None:
+    assert healthy["numa"]["cpuless_nodes"] == [1]
+    node1 = healthy["numa"]["nodes"][1]
+    assert node1["cpus"] == [] and node1["distances"] == [14, 10] and node1["mem_total_bytes"] > 0
+    cx7 = nic(healthy, "ens1f0np0")
+    assert cx7["pcie"]["downgraded"] is False and cx7["numa_node"] == 0
+
+
+def test_veth_only_tree_reports_veth_flagged_virtual() -> None:
+    doc = probe_tree("veth-only")
+    (veth,) = doc["nics"]["devices"]
+    assert veth["netdev"] == "veth-a" and veth["virtual"] is True and veth["pcie"]["available"] is False
+    assert doc["nics"]["skipped"] == ["lo"]
+
+
+def test_missing_sources_are_recorded_not_crashes(tmp_path: Path) -> None:
+    out = subprocess.run([sys.executable, str(PROBE), "--root", str(tmp_path), "--no-commands"],
+                         capture_output=True, text=True, timeout=30, check=True)
+    doc = json.loads(out.stdout)
+    assert doc["errors"] == []
+    for section in ("numa", "nics", "rdma", "memory"):
+        assert doc[section]["available"] is False and doc[section]["reason"]
+
+
+def test_probe_runs_for_real_on_this_machine() -> None:
+    started = time.monotonic()
+    out = subprocess.run([sys.executable, str(PROBE)], capture_output=True, text=True, timeout=60)
+    elapsed = time.monotonic() - started
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert elapsed < 5.0
+    assert doc["errors"] == []
+    assert doc["host"]["kernel"] and doc["cpu"]["logical_cores"] >= 1
+    names = [n["netdev"] for n in doc["nics"]["devices"]]
+    assert "lo" not in names and "lo" in doc["nics"]["skipped"]
+    for record in doc["nics"]["devices"]:
+        assert record["mtu"] > 0 and record["operstate"]
+    assert doc["tools"]["python"]["version"].startswith(f"{sys.version_info.major}.")
+    iperf3 = doc["tools"]["iperf3"]
+    if shutil.which("iperf3"):  # Debian's iperf3 prints "iperf 3.12 (cJSON 1.7.15)"
+        assert iperf3["available"] is True and re.fullmatch(r"3\.\d+(\.\d+)?", iperf3["version"])
+    else:
+        assert iperf3 == {"available": False, "reason": "iperf3 not found in PATH"}
