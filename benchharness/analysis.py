@@ -163,6 +163,9 @@ def _frame(run: RunDir, records: list[dict[str, Any]], label: str | None) -> pd.
     if "kind" not in df.columns:
         df["kind"] = "summary"
     df["kind"] = df["kind"].fillna("summary")
+    # Telemetry counter rows and tool footers live in the same file; they are not measurements
+    # of the test and must not add columns to its tables.
+    df = df[df["kind"].isin(("summary", "interval"))].dropna(axis=1, how="all").copy()
     for col in df.columns:
         if df[col].dtype == object:
             sample = df[col].dropna()

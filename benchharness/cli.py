@@ -22,7 +22,7 @@ EXIT_CODES = """exit codes:
 """
 
 # Keys that `bench run` consumes itself; every other key=value overrides a suite parameter.
-RUN_KEYS = ("suite", "hosts", "out", "resume")
+RUN_KEYS = ("suite", "hosts", "out", "resume", "launcher")
 
 
 def parse_kv(items: Sequence[str], allowed: Sequence[str] | None = None) -> dict[str, str]:
@@ -50,7 +50,7 @@ def cmd_run(ns: argparse.Namespace) -> int:
     kv = parse_kv(ns.args)
     suite = kv.pop("suite", None) or "quick"
     hosts, out, resume = kv.pop("hosts", None), kv.pop("out", None), kv.pop("resume", None)
-    return run_suite(suite, hosts, kv, out=out, resume=resume)
+    return run_suite(suite, hosts, kv, out=out, resume=resume, launcher=kv.pop("launcher", None))
 
 
 def cmd_plan(ns: argparse.Namespace) -> int:
@@ -142,6 +142,16 @@ def cmd_parse(ns: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_doctor(ns: argparse.Namespace) -> int:
+    from benchharness.inventory import load_inventory, local_inventory
+    from benchharness.telemetry.doctor import doctor
+
+    kv = parse_kv(ns.args, allowed=("hosts", "out", "limit"))
+    inventory = load_inventory(kv["hosts"]) if kv.get("hosts") else local_inventory()
+    hosts = inventory.select(kv["limit"]) if kv.get("limit") else inventory.hosts
+    return doctor(hosts, out=kv.get("out"))
+
+
 def cmd_lab(ns: argparse.Namespace) -> int:
     from benchharness import lab
 
@@ -190,6 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
         "  hosts=INVENTORY   Ansible inventory (path or name in inventories/); omit for the local machine\n"
         "  out=DIR           run directory (default reports/<run-id>)\n"
         "  resume=RUN        continue an interrupted run, skipping finished steps\n"
+        "  launcher=ssh|slurm  how commands reach the hosts: SSH (default) or Slurm job steps (srun)\n"
         "  KEY=VALUE         override a suite setting or tool parameter (duration=5 repeat=3 ...)\n\n"
         "example:\n  bench run suite=allreduce hosts=lab.ini repeat=3"
         ).add_argument("args", nargs="*", metavar="KEY=VALUE")
@@ -203,6 +214,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("parse", cmd_parse, "parse a saved tool or command output and print its records as JSON")
     p.add_argument("tool", help="parser name (iperf3, perftest, nccl-tests, lspci, ...)")
     p.add_argument("file", help="file to parse, or - for standard input")
+    add("doctor", cmd_doctor, "probe hosts and run the preflight checks: PCIe, NUMA, MTU, link, tools, "
+        "governor, temperatures, GPU-NIC topology",
+        "arguments: hosts=INVENTORY [limit=PATTERN] [out=FILE.json]\n\n"
+        "exit code 1 when a check fails (warnings do not fail)").add_argument("args", nargs="*", metavar="KEY=VALUE")
     p = add("lab", cmd_lab, "manage the loopback lab: network namespaces with real sshd (needs root)",
             "arguments:\n  up hosts=N [name=lab] [shape=h2:2gbit] [rdma=rxe]\n  status [name=lab]\n  down [name=lab]\n\n"
             "`bench lab up` prints the inventory path as its last line.")

@@ -49,8 +49,12 @@ def exit_code_for(state: str, failed_steps: int, verdicts: list[Verdict]) -> int
 def run_suite(suite_ref: str, hosts_ref: str | None, overrides: Mapping[str, str], *,
               out: str | None = None, resume: str | None = None,
               echo: Callable[[str], None] = print,
-              progress: Callable[[str], None] | None = None) -> int:
-    """Run a suite on an inventory's hosts (or the local machine) and return the exit code."""
+              progress: Callable[[str], None] | None = None, launcher: str | None = None) -> int:
+    """Run a suite on an inventory's hosts (or the local machine) and return the exit code.
+
+    ``launcher`` (ssh, slurm; default the hosts' ``bench_launcher`` var, else ssh) says how
+    commands reach the hosts.
+    """
     from benchharness.inventory import load_inventory, local_inventory
     from benchharness.plan import build_plan
     from benchharness.runner import Runner, summarize_failures
@@ -58,6 +62,11 @@ def run_suite(suite_ref: str, hosts_ref: str | None, overrides: Mapping[str, str
 
     suite = load_suite(suite_ref, overrides)
     inventory = load_inventory(hosts_ref) if hosts_ref else local_inventory()
+    from benchharness.launchers import launcher_name, make_launcher, with_launcher
+
+    launcher = launcher_name(launcher, inventory.hosts)
+    if launcher != "ssh":  # adapters read bench_launcher (collectives: srun instead of mpirun)
+        inventory.hosts = with_launcher(inventory.hosts, launcher)
     plan = build_plan(suite, inventory.hosts, inventory=inventory)
     if not plan.steps:
         raise UsageError(f"suite {suite.name} has no steps for the hosts of "
@@ -82,7 +91,7 @@ def run_suite(suite_ref: str, hosts_ref: str | None, overrides: Mapping[str, str
             "state": "running", "exit_code": None, "bench_version": __version__,
             "command": sys.argv, "controller": {"host": socket.gethostname(), "user": getpass.getuser(),
                                                 "python": platform.python_version(), "pid": os.getpid()},
-            "steps_total": len(plan.steps),
+            "steps_total": len(plan.steps), "launcher": launcher,
         }
     run_dir.write_run_info(info)
     echo(f"run {run_dir.path.name}: suite {suite.name}, {len(plan.steps)} steps in "
@@ -90,35 +99,56 @@ def run_suite(suite_ref: str, hosts_ref: str | None, overrides: Mapping[str, str
 
     from benchharness.telemetry_hooks import observers_for
 
-    runner = Runner(plan, run_dir, observers=observers_for(suite, overrides), done_steps=done,
-                    progress=progress or (lambda line: print(line, file=sys.stderr, flush=True)))
+    observers = observers_for(suite, overrides)
+    runner = Runner(plan, run_dir, observers=observers, done_steps=done,
+                    progress=progress or (lambda line: print(line, file=sys.stderr, flush=True)),
+                    launcher=make_launcher(launcher, plan.hosts))
     result = runner.run()
+    iso = None
+    if suite.settings.get("isolate") and not result.interrupted:
+        from benchharness.isolation import isolate  # retest weak all-pairs pairs, name a suspect
+
+        iso = isolate(plan, run_dir, lambda p: Runner(p, run_dir, progress=runner.progress,
+                                                     launcher=make_launcher(launcher, p.hosts)), echo)
+        result.outcomes += iso.outcomes
+        result.interrupted = iso.interrupted
+    total = len(plan.steps) + (iso.retest_steps if iso else 0)
 
     steps = run_dir.steps()
     last: dict[str, dict[str, Any]] = {s["step"]: s for s in steps}
     failed = [s for s in last.values() if s["status"] == "failed"]
     verdicts = _verdicts(run_dir, info)
+    preflight = [v for obs in observers for v in getattr(obs, "preflight", [])]
+    if suite.settings.get("preflight") == "enforce":
+        verdicts += [v for v in preflight if v.status == "fail"]
     state = "interrupted" if result.interrupted else ("partial" if failed else "complete")
     code = exit_code_for(state, len(failed), verdicts)
     info.update({
         "ended": _now(), "state": state, "exit_code": code,
-        "steps": {"total": len(plan.steps), "ok": sum(s["status"] == "ok" for s in last.values()),
+        "steps": {"total": total, "ok": sum(s["status"] == "ok" for s in last.values()),
                   "failed": len(failed), "skipped": sum(s["status"] == "skipped" for s in last.values())},
         "failures": summarize_failures(result.failed) if not resume else
         [{k: s.get(k) for k in ("step", "host", "kind", "message")} for s in failed],
         "verdicts": [v.__dict__ for v in verdicts],
+        "preflight": {s: sum(v.status == s for v in preflight) for s in ("fail", "warn", "info", "pass")},
         "down_hosts": runner.down,
+        **({"isolation": iso.summary()} if iso else {}),
     })
     run_dir.write_run_info(info)
     report = _render(run_dir, echo)
     samples = sum(s.get("samples", 0) for s in last.values())
-    echo(f"{info['steps']['ok']}/{len(plan.steps)} steps ok, {len(failed)} failed, {samples} samples; "
+    echo(f"{info['steps']['ok']}/{total} steps ok, {len(failed)} failed, {samples} samples; "
          f"state {state}, exit code {code}")
     for f in info["failures"][:10]:
         echo(f"  FAILED {f['step']}{' on ' + f['host'] if f.get('host') else ''}: {f['kind']}: {f['message']}")
+    for v in preflight:
+        if v.status in ("fail", "warn") and suite.settings.get("preflight") != "off":
+            echo(f"  preflight {v.status.upper()} {v.check}{' on ' + v.host if v.host else ''}: {v.message}")
     for v in verdicts:
         if v.status == "fail":
             echo(f"  VERDICT FAIL {v.check}{' on ' + v.host if v.host else ''}: {v.message}")
+    if iso and iso.confirmed:
+        echo(f"  ISOLATION {'suspect ' + ', '.join(iso.suspects) if iso.suspects else 'no suspect'}: {iso.note}")
     echo(f"report: {report}" if report else f"results: {run_dir.path}")
     return code
 

@@ -130,6 +130,13 @@ class RunDir:
         _atomic_write(folder / f"{name}.stderr", result.stderr)
         _atomic_write(folder / f"{name}.json", json.dumps(meta, indent=2) + "\n")
 
+    def write_text(self, relpath: str, text: str) -> Path:
+        """Write a text file under the run directory (sampler lines ...)."""
+        target = self.path / relpath
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _atomic_write(target, text)
+        return target
+
     def write_json(self, relpath: str, data: Any) -> Path:
         """Write a JSON file under the run directory (telemetry, verdicts ...)."""
         target = self.path / relpath

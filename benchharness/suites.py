@@ -36,11 +36,19 @@ PATTERNS = ("pairs", "all-pairs", "ring", "one-to-many", "incast", "all-to-all",
 SWEEPS = ("matrix", "zip")
 #: Parameters whose values are byte sizes: a range string ("8..8G x2") in one is swept.
 SIZE_PARAMS = ("length", "size", "sizes")
-SETTING_DEFAULTS: dict[str, Any] = {"repeat": 1, "base_port": 5201, "timeout": 120.0}
+SETTING_DEFAULTS: dict[str, Any] = {"repeat": 1, "base_port": 5201, "timeout": 120.0,
+                                    "telemetry": "on", "telemetry_interval": 1.0, "preflight": "warn"}
+#: telemetry: on (facts, preflight, per-step samplers and counters) | facts (no per-step) | off.
+TELEMETRY_MODES = ("on", "facts", "off")
+#: preflight: warn (stored and shown) | enforce (a failed check fails the run, exit 1) | off.
+PREFLIGHT_MODES = ("warn", "enforce", "off")
 #: Settings of the planner itself; any other setting must be a parameter of some test's tool.
 CORE_SETTINGS = tuple(SETTING_DEFAULTS)
+#: Optional settings of bad-link isolation (see ``benchharness.isolation``); no defaults are
+#: filled in: isolation reads ``settings.get(key, default)``.
+ISOLATION_SETTINGS = ("isolate", "isolation_bw_share", "isolation_lat_factor")
 #: Settings that belong to the planner and never flow into tool parameters.
-_PLANNER_SETTINGS = {"repeat", "base_port"}
+_PLANNER_SETTINGS = {"repeat", "base_port", "telemetry", "telemetry_interval", "preflight"}
 TOP_KEYS = ("description", "settings", "tests")
 TEST_KEYS = ("name", "tool", "hosts", "pattern", "pairs", "sweep", "repeat", "params")
 #: "Line" of a value that came from the command line rather than the file.
@@ -361,13 +369,14 @@ def load_suite(name_or_path: str | Path, overrides: Mapping[str, Any] | None = N
     for item, line in zip(tests, tests.item_lines, strict=True):
         drafts.append(_draft(check, item, line, drafts))
 
-    known = set(settings) | set(CORE_SETTINGS) | {p for d in drafts for p in d.adapter.params}
+    known = set(settings) | set(CORE_SETTINGS) | set(ISOLATION_SETTINGS) | \
+        {p for d in drafts for p in d.adapter.params}
     for key, text in (overrides or {}).items():
         if key not in known:
             raise UsageError(f"unknown parameter {key!r} for suite {path.stem}; "
                              f"known: {', '.join(sorted(known))}")
         value = _parse_override(key, text)
-        if key in settings or key in CORE_SETTINGS:
+        if key in settings or key in CORE_SETTINGS or key in ISOLATION_SETTINGS:
             settings[key], setting_lines[key] = value, CMDLINE
         for d in drafts:
             if key == "repeat":
@@ -410,12 +419,23 @@ def _check_settings(check: _Checker, settings: dict[str, Any], lines: Mapping[st
     tool_params = {p for d in drafts for p in d.adapter.params}
     for key, value in settings.items():
         line = lines.get(key)
-        if key not in CORE_SETTINGS and key not in tool_params:
-            known = ", ".join(sorted({*CORE_SETTINGS, *tool_params}))
+        if key not in CORE_SETTINGS and key not in tool_params and key not in ISOLATION_SETTINGS:
+            known = ", ".join(sorted({*CORE_SETTINGS, *ISOLATION_SETTINGS, *tool_params}))
             check.fail(f"settings: unknown key {key!r}; known: {known}", line)
         check.param_value(key, value, "settings", line)
     check.count(settings["repeat"], "settings: repeat", lines.get("repeat"))
     check.count(settings["base_port"], "settings: base_port", lines.get("base_port"), 1, 65535)
+    for key, modes in (("telemetry", TELEMETRY_MODES), ("preflight", PREFLIGHT_MODES)):
+        if isinstance(settings[key], bool):  # YAML reads a bare on/off as a boolean
+            settings[key] = "on" if settings[key] else "off"
+            if key == "preflight" and settings[key] == "on":
+                settings[key] = "warn"
+        check.choice(settings[key], modes, f"settings: {key}", lines.get(key))
+    interval = settings["telemetry_interval"]
+    if isinstance(interval, bool) or not isinstance(interval, int | float) or not 0.05 <= interval <= 60:
+        check.fail(f"settings: telemetry_interval must be seconds between 0.05 and 60, not {interval!r}",
+                   lines.get("telemetry_interval"))
+    _check_isolation(check, settings, lines)
     for key in ("timeout", "duration"):
         values = settings.get(key)
         for value in values if isinstance(values, list) else [values]:
@@ -426,6 +446,19 @@ def _check_settings(check: _Checker, settings: dict[str, Any], lines: Mapping[st
             if seconds <= 0:
                 check.fail(f"settings: {key} must be positive, not {value!r}", lines.get(key))
     settings["timeout"] = parse_duration(settings["timeout"])
+
+
+def _check_isolation(check: _Checker, settings: Mapping[str, Any], lines: Mapping[str, int]) -> None:
+    """isolate: true|false; isolation_bw_share: 0 < share <= 1; isolation_lat_factor: >= 1."""
+    if "isolate" in settings and not isinstance(settings["isolate"], bool):
+        check.fail(f"settings: isolate must be true or false, not {settings['isolate']!r}",
+                   lines.get("isolate"))
+    for key, fits, what in (("isolation_bw_share", lambda v: 0 < v <= 1, "a share in (0, 1], e.g. 0.9"),
+                            ("isolation_lat_factor", lambda v: v >= 1, "a factor >= 1, e.g. 2")):
+        value = settings.get(key)
+        if key in settings and (isinstance(value, bool) or not isinstance(value, int | float)
+                                or not fits(value)):
+            check.fail(f"settings: {key} must be {what}, not {value!r}", lines.get(key))
 
 
 def _finish(check: _Checker, d: _Draft, settings: Mapping[str, Any], setting_lines: Mapping[str, int]

@@ -1,4 +1,4 @@
-"""Which observers watch a run's steps (telemetry samplers, counters). None is required."""
+"""Which observers watch a run's steps (telemetry samplers, counters), from the suite's settings."""
 
 from __future__ import annotations
 
@@ -7,5 +7,12 @@ from typing import Any
 
 
 def observers_for(suite: Any, overrides: Mapping[str, str]) -> list[Any]:
-    """Observers for a run of ``suite``."""
-    return []
+    """Observers for a run of ``suite``: telemetry unless ``telemetry: off``."""
+    settings = getattr(suite, "settings", {}) or {}
+    mode = settings.get("telemetry", "on")
+    if mode == "off":
+        return []
+    from benchharness.telemetry.collect import TelemetryObserver
+
+    return [TelemetryObserver(interval=float(settings.get("telemetry_interval", 1.0)),
+                              per_step=mode == "on")]

@@ -16,7 +16,6 @@ from benchharness import lab
 from benchharness.lab import LabInfo
 from benchharness.store import RunDir
 
-
 pytestmark = pytest.mark.lab
 
 
@@ -50,6 +49,26 @@ def test_tcp_suite_over_real_ssh_covers_every_pair(lab3: LabInfo, tmp_path: Path
     assert {m["host"] for m in metas} == {"h1", "h2", "h3"}
     assert all(m["argv"][0] == "iperf3" and m["rc"] == 0 for m in metas)
     assert (out / "report.html").stat().st_size > 1000
+    # telemetry: the facts of every host, probed over SSH, and the counter deltas of every step
+    for host in ("h1", "h2", "h3"):
+        facts = json.loads((out / "telemetry" / "facts" / f"{host}.json").read_text())
+        assert facts["host"]["hostname"] == host
+        assert [n["netdev"] for n in facts["nics"]["devices"]] == ["eth0"]
+    steps = {s["step"]: s for s in run.steps()}
+    for step_id, entry in steps.items():
+        counters = json.loads((out / "telemetry" / "counters" / f"{step_id}.json").read_text())
+        assert set(counters) == set(entry["hosts"])
+        moved = [c["counters"].get("net:eth0:tx_bytes", 0) for c in counters.values()]
+        assert max(moved) > 1_000_000  # the test traffic shows in the NIC counters
+
+
+def test_doctor_probes_every_lab_host(lab3: LabInfo) -> None:
+    res = bench("doctor", f"hosts={lab3.inventory}")
+    assert res.returncode == 0, res.stdout + res.stderr
+    lines = res.stdout.splitlines()
+    assert [line.split(":")[0] for line in lines[:3]] == ["h1", "h2", "h3"]
+    assert "eth0" in lines[0] and "mtu 1500" in lines[0]
+    assert lines[-1].startswith("3 host(s): 0 failed")
 
 
 def test_bench_measures_what_iperf3_by_hand_measures(lab_maker, tmp_path: Path) -> None:

@@ -22,6 +22,8 @@ from benchharness.suites import (
 FIXTURES = Path(__file__).parent / "fixtures" / "suites"
 REPO_SUITES = Path(__file__).resolve().parent.parent / "suites"
 
+TELEMETRY_DEFAULTS = {"telemetry": "on", "telemetry_interval": 1.0, "preflight": "warn"}
+
 
 def _load_fakes() -> dict:
     spec = importlib.util.spec_from_file_location("suite_fake_tools", FIXTURES / "fake_tools.py")
@@ -99,7 +101,7 @@ def test_good_suite_structure(fake_tools: dict) -> None:
     assert isinstance(suite, Suite)
     assert suite.name == "sweep"
     assert suite.description == "Fake-tool suite for override and planning tests"
-    assert suite.settings == {"duration": 2, "repeat": 1, "base_port": 6000, "timeout": 30.0}
+    assert suite.settings == {"duration": 2, "repeat": 1, "base_port": 6000, "timeout": 30.0, **TELEMETRY_DEFAULTS}
     first, second, coll = suite.tests
     assert (first.name, first.tool, first.pattern, first.sweep, first.repeat, first.hosts) == (
         "tcp-length", "fakeperf", "all-pairs", "matrix", 2, "all")
@@ -126,7 +128,7 @@ def test_pattern_defaults_to_pairs_or_the_tools_first(fake_tools: dict, tmp_path
     suite = load_suite(path)
     assert [t.pattern for t in suite.tests] == ["pairs", "group"]
     assert suite.description == ""
-    assert suite.settings == {"repeat": 1, "base_port": 5201, "timeout": 120.0}
+    assert suite.settings == {"repeat": 1, "base_port": 5201, "timeout": 120.0, **TELEMETRY_DEFAULTS}
 
 
 # ---------------------------------------------------------------- expand_cases
@@ -199,7 +201,7 @@ def test_unknown_override_lists_known_keys(fake_tools: dict) -> None:
         load_suite(FIXTURES / "good" / "sweep.yaml", {"x": "1"})
     assert str(info.value) == (
         "unknown parameter 'x' for suite sweep; known: base_port, bidir, duration, label, length, "
-        "op, protocol, repeat, size, sizes, streams, timeout")
+        "op, preflight, protocol, repeat, size, sizes, streams, telemetry, telemetry_interval, timeout")
 
 
 @pytest.mark.parametrize(("key", "value", "fragment"), [
@@ -302,7 +304,7 @@ def test_a_setting_or_override_no_tool_uses_is_an_error(fake_tools: dict, tmp_pa
     path = tmp_path / "coll.yaml"
     path.write_text("tests:\n  - {name: c, tool: fakecoll}\n")
     with pytest.raises(UsageError, match="unknown parameter 'streams' for suite coll; known: base_port, "
-                                         "duration, op, repeat, sizes, timeout"):
+                                         "duration, op, preflight, repeat, sizes, telemetry, telemetry_interval, timeout"):
         load_suite(path, {"streams": "2"})
     path.write_text("settings:\n  streams: 2\ntests:\n  - {name: c, tool: fakecoll}\n")
     with pytest.raises(ConfigError, match=r"coll\.yaml:2: settings: unknown key 'streams'"):

@@ -233,6 +233,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--snapshot", action="store_true", help="print one JSON snapshot of raw counters")
     parser.add_argument("--rdma-dev", action="append", default=[])
     parser.add_argument("--rdma-port", type=int, default=None)
+    parser.add_argument("--edge-snapshots", action="store_true",
+                        help="also print a counter snapshot line first and last (type: snapshot)")
+    parser.add_argument("--stop-on-eof", action="store_true",
+                        help="stop cleanly when standard input closes (how the harness ends a step)")
     args = parser.parse_args(argv)
     if args.snapshot:
         json.dump(snapshot(args.root, args.netdev, args.rdma_dev, args.rdma_port), sys.stdout, sort_keys=True)
@@ -248,6 +252,10 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    if args.stop_on_eof:
+        _stop_when_stdin_closes()
+    if args.edge_snapshots:
+        _emit_snapshot(args, "start")
     src = Sources(args.root, use_psutil=not args.no_psutil)
     started = time.monotonic()
     prev = reading(src, args.netdev)
@@ -269,7 +277,30 @@ def main(argv: Optional[List[str]] = None) -> int:
         pass
     except BrokenPipeError:
         return 0
+    if args.edge_snapshots:
+        _emit_snapshot(args, "end")
     return 0
+
+
+def _emit_snapshot(args: Any, phase: str) -> None:
+    snap = snapshot(args.root, args.netdev, args.rdma_dev, args.rdma_port)
+    snap.update({"type": "snapshot", "phase": phase})
+    sys.stdout.write(json.dumps(snap, sort_keys=True) + "\n")
+    sys.stdout.flush()
+
+
+def _stop_when_stdin_closes() -> None:
+    import threading
+
+    def watch() -> None:
+        try:
+            while sys.stdin.read(4096):
+                pass
+        except (OSError, ValueError):
+            pass
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, daemon=True).start()
 
 
 if __name__ == "__main__":

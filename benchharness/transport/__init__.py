@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from benchharness.model import Host
 from benchharness.transport.base import Process, Transport
 
 
-def transport_for(host: Host) -> Transport:
-    """The transport a host needs: local for the local machine, SSH otherwise."""
+def transport_for(host: Host, launcher: Any = None) -> Transport:
+    """The transport a host needs: the launcher's (e.g. Slurm job steps) when the run has one,
+    else local for the local machine and SSH otherwise."""
+    if launcher is not None:
+        transport: Transport = launcher.transport(host)
+        return transport
     if host.local:
         from benchharness.transport.local import LocalTransport
 

@@ -111,6 +111,9 @@ class Process(ABC):
             self.out.wait_for(pat, min(0.2, max(0.0, deadline - time.monotonic())))
         return False
 
+    def close_stdin(self) -> None:  # noqa: B027 - only processes started with stdin=True have one
+        """Close the process's standard input (processes started with ``stdin=True``)."""
+
     @abstractmethod
     def poll(self) -> int | None:
         """Exit code, or None while running."""
@@ -132,10 +135,11 @@ class Transport(ABC):
 
     @abstractmethod
     def start(self, argv: Sequence[str], env: Mapping[str, str] | None = None,
-              limit_s: float | None = None) -> Process:
+              limit_s: float | None = None, stdin: bool = False) -> Process:
         """Start ``argv`` in the background in a process group of its own.
 
-        ``limit_s`` bounds its life on the host itself, even if the harness goes away.
+        ``limit_s`` bounds its life on the host itself, even if the harness goes away; with
+        ``stdin`` the process keeps a standard input that ``close_stdin`` ends.
         """
 
     def run(self, argv: Sequence[str], env: Mapping[str, str] | None = None,

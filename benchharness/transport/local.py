@@ -19,7 +19,7 @@ class LocalProcess(Process):
     """A local process group, started with ``start_new_session`` so it can be stopped whole."""
 
     def __init__(self, argv: Sequence[str], env: Mapping[str, str] | None,
-                 limit_s: float | None) -> None:
+                 limit_s: float | None, stdin: bool = False) -> None:
         super().__init__()
         self._popen: subprocess.Popen[bytes] | None
         full_env = dict(os.environ)
@@ -27,7 +27,7 @@ class LocalProcess(Process):
         self._popen = None
         try:
             self._popen = subprocess.Popen(
-                list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                list(argv), stdin=subprocess.PIPE if stdin else subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                 env=full_env, start_new_session=True)
         except FileNotFoundError:
             # Same shape as a remote shell's "command not found" so adapters classify it alike.
@@ -51,6 +51,13 @@ class LocalProcess(Process):
         thread = threading.Thread(target=pump, daemon=True)
         thread.start()
         return thread
+
+    def close_stdin(self) -> None:
+        if self._popen is not None and self._popen.stdin is not None:
+            try:
+                self._popen.stdin.close()
+            except OSError:
+                pass
 
     def pgid(self, timeout: float = 5.0) -> int | None:
         return self._popen.pid if self._popen else None
@@ -100,10 +107,10 @@ class LocalTransport(Transport):
     """Runs commands on this machine."""
 
     def start(self, argv: Sequence[str], env: Mapping[str, str] | None = None,
-              limit_s: float | None = None) -> Process:
+              limit_s: float | None = None, stdin: bool = False) -> Process:
         if not argv:
             raise TransportError(self.host.name, "empty command line")
-        return LocalProcess(argv, env, limit_s)
+        return LocalProcess(argv, env, limit_s, stdin)
 
     def put(self, local_path: str, remote_path: str) -> None:
         if os.path.abspath(local_path) != os.path.abspath(remote_path):

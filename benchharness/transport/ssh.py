@@ -86,6 +86,12 @@ class SSHProcess(Process):
         thread.start()
         return thread
 
+    def close_stdin(self) -> None:
+        try:
+            self._chan.shutdown_write()
+        except (OSError, EOFError):
+            pass
+
     def poll(self) -> int | None:
         if self._chan.exit_status_ready():
             return self._chan.recv_exit_status()
@@ -183,11 +189,13 @@ class SSHTransport(Transport):
         raise AssertionError("unreachable")
 
     def start(self, argv: Sequence[str], env: Mapping[str, str] | None = None,
-              limit_s: float | None = None) -> Process:
+              limit_s: float | None = None, stdin: bool = False) -> Process:
         if not argv:
             raise TransportError(self.host.name, "empty command line")
         chan = self._channel()
         chan.exec_command(wrap_command(argv, env, limit_s))
+        if not stdin:
+            chan.shutdown_write()  # the tool sees end of input, as with </dev/null
         return SSHProcess(self, chan)
 
     def kill_group(self, pgid: int, grace_s: float = 2.0) -> None:

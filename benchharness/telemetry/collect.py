@@ -1,0 +1,196 @@
+"""Telemetry around a run: host facts and preflight before it, samplers and counters per step.
+
+The probe and the sampler are stdlib-only scripts copied to each host and run with the host's
+own ``python3``. Nothing here may break a measurement: a host whose telemetry fails is recorded
+as such and the run goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+from benchharness.errors import BenchError
+from benchharness.model import Host, Step, Verdict
+from benchharness.store import safe_name
+from benchharness.telemetry.counters import delta
+from benchharness.transport import Process, Transport
+
+if TYPE_CHECKING:
+    from benchharness.runner import Runner
+
+PAIR_PATTERNS = ("pairs", "all-pairs", "ring", "self")
+REMOTE_DIR = "/tmp/benchharness-telemetry"
+
+
+def script_path(name: str) -> str:
+    """Local path of a telemetry script shipped with the package (probe.py, sampler.py)."""
+    return str(resources.files("benchharness.telemetry") / name)
+
+
+def stage_script(transport: Transport, name: str) -> str:
+    """The script's path on the host: the package file locally, a copy under /tmp remotely."""
+    if transport.host.local:
+        return script_path(name)
+    remote = f"{REMOTE_DIR}/{name}"
+    transport.put(script_path(name), remote)
+    return remote
+
+
+def host_python(host: Host) -> str:
+    """Interpreter for telemetry scripts: the host's own python3 (``telemetry_python`` overrides)."""
+    return str(host.var("telemetry_python") or ("python3" if not host.local else sys.executable))
+
+
+def probe_host(transport: Transport, timeout: float = 90.0) -> dict[str, Any]:
+    """Facts of one host as the probe prints them; ``{"available": false, ...}`` when it fails."""
+    host = transport.host
+    try:
+        path = stage_script(transport, "probe.py")
+        rc, out, err, timed_out = transport.run([host_python(host), path], timeout=timeout)
+    except BenchError as exc:
+        return {"available": False, "reason": exc.message, "host": {"name": host.name}}
+    if timed_out:
+        return {"available": False, "reason": f"probe ran past {timeout:.0f} s", "host": {"name": host.name}}
+    try:
+        facts: dict[str, Any] = json.loads(out)
+    except json.JSONDecodeError:
+        tail = (err.strip() or out.strip()).splitlines()[-1:] or ["no output"]
+        return {"available": False, "reason": f"probe exited {rc}: {tail[0]}", "host": {"name": host.name}}
+    return facts
+
+
+def probe_all(transports: Sequence[Transport], workers: int = 32) -> dict[str, dict[str, Any]]:
+    """Facts of every host, probed in parallel."""
+    if not transports:
+        return {}
+    with ThreadPoolExecutor(max_workers=min(workers, len(transports))) as pool:
+        return dict(zip([t.host.name for t in transports], pool.map(probe_host, transports), strict=True))
+
+
+def step_pairs(steps: Sequence[Step]) -> list[tuple[str, str]]:
+    """Host pairs that exchange traffic in pair patterns (for the MTU-mismatch check)."""
+    pairs = {(s.hosts[0].name, s.hosts[1].name) for s in steps
+             if s.pattern in PAIR_PATTERNS and len(s.hosts) == 2 and s.hosts[0].name != s.hosts[1].name}
+    return sorted(pairs)
+
+
+def sampler_argv(host: Host, path: str, interval: float) -> list[str]:
+    argv = [host_python(host), path, "--interval", str(interval), "--edge-snapshots", "--stop-on-eof"]
+    for netdev in _names(host.var("netdev")):
+        argv += ["--netdev", netdev]
+    for dev in _names(host.var("rdma_dev")):
+        argv += ["--rdma-dev", dev]
+    if host.var("rdma_port"):
+        argv += ["--rdma-port", str(host.var("rdma_port"))]
+    return argv
+
+
+def _names(value: Any) -> list[str]:
+    if not value:
+        return []
+    if isinstance(value, list | tuple):
+        return [str(v) for v in value]
+    return [v.strip() for v in str(value).split(",") if v.strip()]
+
+
+def split_sampler_output(text: str) -> tuple[list[dict[str, Any]], dict[str, dict[str, int]]]:
+    """Interval lines and the start/end counter snapshots of one sampler run."""
+    lines: list[dict[str, Any]] = []
+    snaps: dict[str, dict[str, int]] = {}
+    for raw in text.splitlines():
+        try:
+            item = json.loads(raw)
+        except json.JSONDecodeError:
+            continue  # a line cut when the host went away
+        if item.get("type") == "snapshot":
+            snaps[item.get("phase", "?")] = {k: int(v) for k, v in (item.get("counters") or {}).items()}
+        else:
+            lines.append(item)
+    return lines, snaps
+
+
+class TelemetryObserver:
+    """Runner observer: facts + preflight at the start, a sampler on every host of every step."""
+
+    def __init__(self, interval: float = 1.0, per_step: bool = True) -> None:
+        self.interval = interval
+        self.per_step = per_step
+        self.facts: dict[str, dict[str, Any]] = {}
+        self.preflight: list[Verdict] = []
+        self._samplers: dict[str, list[tuple[Host, Process]]] = {}
+        self._paths: dict[str, str] = {}
+
+    def start_run(self, runner: Runner) -> None:
+        from benchharness.telemetry.preflight import run_checks
+
+        hosts = [h for h in runner.plan.hosts if h.name not in runner.down]
+        self.facts = probe_all([runner.transport(h) for h in hosts])
+        for name, facts in self.facts.items():
+            runner.run_dir.write_json(f"telemetry/facts/{safe_name(name)}.json", facts)
+        self.preflight = run_checks(self.facts, hosts, step_pairs(runner.plan.steps))
+        runner.run_dir.write_json("telemetry/preflight.json", [asdict(v) for v in self.preflight])
+        if self.per_step:
+            for host in hosts:
+                try:
+                    self._paths[host.name] = stage_script(runner.transport(host), "sampler.py")
+                except BenchError as exc:
+                    print(f"warning: {host.name}: no sampler this run: {exc.message}", file=sys.stderr)
+
+    def before_step(self, runner: Runner, step: Step) -> None:
+        started = []
+        for host in {h.name: h for h in step.hosts}.values():
+            path = self._paths.get(host.name)
+            if path is None or host.name in runner.down:
+                continue
+            proc = runner.transport(host).start(sampler_argv(host, path, self.interval), stdin=True,
+                                                limit_s=3600)
+            runner._track(proc)
+            started.append((host, proc))
+        self._samplers[step.id] = started
+
+    def after_step(self, runner: Runner, step: Step) -> None:
+        counters: dict[str, Any] = {}
+        records = []
+        for host, proc in self._samplers.pop(step.id, []):
+            proc.close_stdin()
+            if proc.wait(10.0) is None:
+                proc.stop(1.0)
+            runner._untrack(proc)
+            lines, snaps = split_sampler_output(proc.stdout)
+            if lines:
+                runner.run_dir.write_text(f"telemetry/samples/{safe_name(step.id)}/{safe_name(host.name)}.jsonl",
+                                          "".join(json.dumps(line) + "\n" for line in lines))
+            if "start" in snaps and "end" in snaps:
+                d = delta(snaps["start"], snaps["end"])
+                counters[host.name] = d
+                records.append({**step.sample_labels(), "kind": "counters", "host": host.name,
+                                **{f"ctr_{k}": v for k, v in _flat_highlights(d).items()}})
+        if counters:
+            runner.run_dir.write_json(f"telemetry/counters/{safe_name(step.id)}.json", counters)
+            runner.run_dir.append_samples(records)
+
+    def end_run(self, runner: Runner) -> None:
+        for step_id in list(self._samplers):
+            for _, proc in self._samplers.pop(step_id):
+                proc.stop(0.5)
+
+
+def _flat_highlights(d: dict[str, Any]) -> dict[str, int]:
+    """Counter highlights (PFC pauses per priority, ECN/CNP, discards ...) as flat integer fields."""
+    flat: dict[str, int] = {}
+
+    def walk(prefix: str, value: Any) -> None:
+        if isinstance(value, dict):
+            for key, sub in value.items():
+                walk(f"{prefix}_{key}" if prefix else str(key), sub)
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            flat[prefix] = int(value)
+
+    walk("", d.get("highlights") or {})
+    return flat
