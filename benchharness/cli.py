@@ -1,13 +1,15 @@
 """The `bench` command: subcommands with key=value arguments. Thin: it only dispatches.
 
 Exit codes: 0 everything ran and passed; 1 a verdict failed; 2 bad usage or configuration;
-3 some steps could not run (host unreachable, tool missing, tool crashed); 130 interrupted.
+3 some steps could not run (host unreachable, tool missing, tool crashed); 4 results could
+not be written (disk full); 130 interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -18,11 +20,12 @@ EXIT_CODES = """exit codes:
   1    a verdict failed
   2    bad usage or configuration (unknown suite, malformed inventory or suite)
   3    some steps could not run (host unreachable, tool missing, tool crashed)
+  4    results could not be written (disk full, read-only); what was written is intact
   130  interrupted (SIGINT/SIGTERM); everything measured so far is kept
 """
 
 # Keys that `bench run` consumes itself; every other key=value overrides a suite parameter.
-RUN_KEYS = ("suite", "hosts", "out", "resume", "launcher")
+RUN_KEYS = ("suite", "hosts", "out", "resume", "launcher", "junit", "baseline")
 
 
 def parse_kv(items: Sequence[str], allowed: Sequence[str] | None = None) -> dict[str, str]:
@@ -50,7 +53,8 @@ def cmd_run(ns: argparse.Namespace) -> int:
     kv = parse_kv(ns.args)
     suite = kv.pop("suite", None) or "quick"
     hosts, out, resume = kv.pop("hosts", None), kv.pop("out", None), kv.pop("resume", None)
-    return run_suite(suite, hosts, kv, out=out, resume=resume, launcher=kv.pop("launcher", None))
+    return run_suite(suite, hosts, kv, out=out, resume=resume, launcher=kv.pop("launcher", None),
+                     junit=kv.pop("junit", None), baseline=kv.pop("baseline", None))
 
 
 def cmd_plan(ns: argparse.Namespace) -> int:
@@ -76,17 +80,33 @@ def cmd_suites(ns: argparse.Namespace) -> int:
 
 
 def cmd_list(ns: argparse.Namespace) -> int:
-    from benchharness.store import list_runs
+    from benchharness.history import LIST_KEYS, list_lines
 
-    for run in list_runs():
-        try:
-            info = run.run_info()
-        except BenchError as exc:
-            print(f"{run.path.name}  (unreadable: {exc})")
-            continue
-        steps = info.get("steps") or {}
-        print(f"{run.path.name}  {info.get('suite', {}).get('name', '?'):<12} {info.get('state', '?'):<11} "
-              f"hosts={','.join(info.get('hosts', []))} ok={steps.get('ok', '?')}/{info.get('steps_total', '?')}")
+    for line in list_lines(parse_kv(ns.args, allowed=LIST_KEYS)):
+        print(line)
+    return 0
+
+
+def cmd_history(ns: argparse.Namespace) -> int:
+    from benchharness.history import HISTORY_KEYS, history_lines
+
+    for line in history_lines(parse_kv(ns.args, allowed=HISTORY_KEYS)):
+        print(line)
+    return 0
+
+
+def cmd_tag(ns: argparse.Namespace) -> int:
+    from benchharness.history import tag_lines
+
+    for line in tag_lines(ns.run, ns.tags, remove=ns.remove):
+        print(line)
+    return 0
+
+
+def cmd_trend(ns: argparse.Namespace) -> int:
+    from benchharness.history import TREND_KEYS, trend_command
+
+    print(f"trend: {trend_command(parse_kv(ns.args, allowed=TREND_KEYS))}")
     return 0
 
 
@@ -106,7 +126,7 @@ def cmd_report(ns: argparse.Namespace) -> int:
     from benchharness.report.html import render_comparison, render_run_report
     from benchharness.store import find_run
 
-    kv = parse_kv([a for a in ns.runs if "=" in a], allowed=("out",))
+    kv = parse_kv([a for a in ns.runs if "=" in a], allowed=("out", "junit"))
     runs = [find_run(r) for r in ns.runs if "=" not in r]
     if not runs:
         raise UsageError("bench report needs at least one RUN (an id, a path, or latest)")
@@ -114,9 +134,54 @@ def cmd_report(ns: argparse.Namespace) -> int:
 
     if len(runs) == 1:
         path = render_run_report(runs[0], Path(kv["out"]) if kv.get("out") else None)
+        if kv.get("junit"):
+            from benchharness.report.junit import write_junit
+
+            print(f"junit: {write_junit(runs[0], Path(kv['junit']), str(path))}")
     else:
         path = render_comparison(runs, Path(kv.get("out") or "comparison.html"))
     print(f"report: {path}")
+    return 0
+
+
+def cmd_compare(ns: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from benchharness.store import find_run
+
+    kv = parse_kv([a for a in ns.runs if "=" in a], allowed=("out", "format"))
+    runs = [find_run(r) for r in ns.runs if "=" not in r]
+    if len(runs) < 2:
+        raise UsageError("bench compare needs at least two runs: bench compare RUN_A RUN_B [...]")
+    fmt = kv.get("format", "html")
+    if fmt == "json":
+        from benchharness.report.exports import comparison_json
+
+        text = json.dumps(comparison_json(runs), indent=2, default=str)
+        if kv.get("out"):
+            Path(kv["out"]).write_text(text + "\n")
+            print(f"comparison: {kv['out']}")
+        else:
+            print(text)
+    elif fmt == "md":
+        from benchharness.report.exports import markdown_summary
+
+        text = markdown_summary(runs)
+        if kv.get("out"):
+            Path(kv["out"]).write_text(text)
+            print(f"comparison: {kv['out']}")
+        else:
+            print(text)
+    elif fmt == "csv":
+        from benchharness.report.exports import samples_csv
+
+        print(f"samples: {samples_csv(runs, Path(kv.get('out') or 'samples.csv'))}")
+    elif fmt == "html":
+        from benchharness.report.html import render_comparison
+
+        print(f"report: {render_comparison(runs, Path(kv.get('out') or 'comparison.html'))}")
+    else:
+        raise UsageError(f"format={fmt!r}: expected html, json, md or csv")
     return 0
 
 
@@ -201,16 +266,43 @@ def build_parser() -> argparse.ArgumentParser:
         "  out=DIR           run directory (default reports/<run-id>)\n"
         "  resume=RUN        continue an interrupted run, skipping finished steps\n"
         "  launcher=ssh|slurm  how commands reach the hosts: SSH (default) or Slurm job steps (srun)\n"
+        "  junit=FILE        also write the verdicts as JUnit XML (one testcase per check, per host)\n"
+        "  baseline=REF      run that 'N% baseline' checks compare with: a tag (golden), latest-pass,\n"
+        "                    latest or a run id (default: the suite's verdicts: baseline, else golden)\n"
         "  KEY=VALUE         override a suite setting or tool parameter (duration=5 repeat=3 ...)\n\n"
         "example:\n  bench run suite=allreduce hosts=lab.ini repeat=3"
         ).add_argument("args", nargs="*", metavar="KEY=VALUE")
     add("plan", cmd_plan, "print the rounds and exact command lines a run would execute, without running",
         "arguments: suite=NAME hosts=INVENTORY [KEY=VALUE ...]").add_argument("args", nargs="*", metavar="KEY=VALUE")
     add("suites", cmd_suites, "list the suites with their descriptions")
-    add("list", cmd_list, "list stored runs")
+    add("list", cmd_list, "list stored runs from the history catalog, oldest first",
+        "arguments (all optional): suite=NAME nic=MODEL|SERIAL|FIRMWARE host=NAME\n"
+        "  verdict=pass|fail|error|interrupted tag=TAG since=YYYY-MM-DD last=N"
+        ).add_argument("args", nargs="*", metavar="KEY=VALUE")
+    add("history", cmd_history, "show a metric over runs, with regressions flagged",
+        "arguments: metric=NAME [nic=MODEL|SERIAL] [suite=] [test=] [size=1M] [host=] [last=N]\n"
+        "  [window=10 k=4 min_change=5]   regression: worse than the median of the previous window\n"
+        "  nights by more than k scaled MADs and min_change percent, or a significant decline\n\n"
+        "example:\n  bench history metric=bw_avg_gbps nic=CX7 test=write-bw size=8M"
+        ).add_argument("args", nargs="*", metavar="KEY=VALUE")
+    p = add("tag", cmd_tag, "tag a run (golden, ...), remove tags, or show them",
+            "baseline=TAG on `bench run` compares with the run tagged TAG last.\n\n"
+            "examples:\n  bench tag 20251130-010000-acceptance-3fa2 golden\n  bench tag latest golden --remove")
+    p.add_argument("run", help="run id, path, or latest")
+    p.add_argument("tags", nargs="*", metavar="TAG")
+    p.add_argument("--remove", action="store_true", help="remove the tags instead of adding them")
+    add("trend", cmd_trend, "render an HTML trend report of a metric over nights per NIC model or serial",
+        "arguments: metric=NAME [by=model|serial|firmware] [nic=] [suite=] [test=] [size=] [last=N]\n"
+        "  [out=FILE]  (default trend-METRIC.html)").add_argument("args", nargs="*", metavar="KEY=VALUE")
     add("show", cmd_show, "show one stored run").add_argument("run", help="run id, path, or latest")
     add("report", cmd_report, "render the HTML report of a run, or a comparison of several runs",
-        "arguments: RUN [RUN ...] [out=FILE]").add_argument("runs", nargs="+", metavar="RUN")
+        "arguments: RUN [RUN ...] [out=FILE] [junit=FILE (one run: its verdicts as JUnit XML)]"
+        ).add_argument("runs", nargs="+", metavar="RUN")
+    add("compare", cmd_compare, "compare runs side by side (the first is the baseline): medians, 95% CIs, "
+        "ratios, significance",
+        "arguments: RUN_A RUN_B [RUN ...] [out=FILE] [format=html|json|md|csv]\n\n"
+        "example:\n  bench compare 20261130-nic-a 20261130-nic-b out=vendor-a-vs-b.html"
+        ).add_argument("runs", nargs="+", metavar="RUN")
     p = add("parse", cmd_parse, "parse a saved tool or command output and print its records as JSON")
     p.add_argument("tool", help="parser name (iperf3, perftest, nccl-tests, lspci, ...)")
     p.add_argument("file", help="file to parse, or - for standard input")
@@ -233,6 +325,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(ns, "func", None):
         parser.print_help()
         return EXIT_USAGE
+    os.umask(os.umask(0o022) | 0o022)  # results are never group- or world-writable
     try:
         return int(ns.func(ns))
     except BenchError as exc:
