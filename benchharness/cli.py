@@ -217,6 +217,26 @@ def cmd_doctor(ns: argparse.Namespace) -> int:
     return doctor(hosts, out=kv.get("out"))
 
 
+def cmd_provision(ns: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from benchharness.inventory import find_inventory
+    from benchharness.provision import provision
+
+    kv = parse_kv(ns.args, allowed=("hosts", "limit", "tags", "check", "vars"))
+    inventory = find_inventory(_require(kv, "hosts", "provision"))
+    extra = dict(parse_kv(kv["vars"].split(","))) if kv.get("vars") else None
+    result = provision(Path(inventory), limit=kv.get("limit"),
+                       tags=[t for t in kv.get("tags", "").split(",") if t] or None,
+                       check=kv.get("check", "").lower() in ("1", "true", "yes"), extra_vars=extra, echo=print)
+    for host, messages in sorted(result.messages.items()):
+        for message in messages:
+            print(f"{host}: {message}")
+    for host, recap in sorted(result.hosts.items()):
+        print(f"{host}: ok={recap.ok} changed={recap.changed} failed={recap.failed} unreachable={recap.unreachable}")
+    return 0
+
+
 def cmd_lab(ns: argparse.Namespace) -> int:
     from benchharness import lab
 
@@ -310,6 +330,10 @@ def build_parser() -> argparse.ArgumentParser:
         "governor, temperatures, GPU-NIC topology",
         "arguments: hosts=INVENTORY [limit=PATTERN] [out=FILE.json]\n\n"
         "exit code 1 when a check fails (warnings do not fail)").add_argument("args", nargs="*", metavar="KEY=VALUE")
+    add("provision", cmd_provision, "install the benchmark tools on the hosts with Ansible (ansible/site.yml)",
+        "arguments: hosts=INVENTORY [limit=PATTERN] [tags=bench_tools,nccl_tests,rccl_tests,soft_roce] "
+        "[check=true] [vars=k=v,k2=v2]\n\nSafe to run again: a second run changes nothing."
+        ).add_argument("args", nargs="*", metavar="KEY=VALUE")
     p = add("lab", cmd_lab, "manage the loopback lab: network namespaces with real sshd (needs root)",
             "arguments:\n  up hosts=N [name=lab] [shape=h2:2gbit] [rdma=rxe]\n  status [name=lab]\n  down [name=lab]\n\n"
             "`bench lab up` prints the inventory path as its last line.")
