@@ -82,8 +82,21 @@ def _ordered(metrics: list[str]) -> list[str]:
     return [m for m in head if m in metrics] + [m for m in metrics if m not in head]
 
 
+def _by_size(rows: pd.DataFrame, show: list[str]) -> pd.DataFrame:
+    """Rows in label order, message sizes numerically (16K before 128K), not as text."""
+    keys: list[str] = []
+    for col in show:
+        col = "size_bytes" if col in ("length", "size", "sizes") and "size_bytes" in rows else col
+        if col in rows and col not in keys:
+            keys.append(col)
+    try:
+        return rows.sort_values(keys, kind="stable", na_position="last") if keys else rows
+    except TypeError:  # a column with mixed types: keep the order it came in
+        return rows
+
+
 def _table(summary: pd.DataFrame, metric: str, show: list[str]) -> dict[str, Any] | None:
-    rows = summary[summary["metric"] == metric]
+    rows = _by_size(summary[summary["metric"] == metric], show)
     if rows.empty:
         return None
     share = summary[summary["metric"] == f"{metric}_line_rate_pct"]
@@ -221,15 +234,21 @@ def _over_time(intervals: pd.DataFrame) -> dict[str, Any] | None:
     metric = next((m for m in THROUGHPUT if m in intervals and intervals[m].notna().any()), None)
     if metric is None:
         return None
-    rows = intervals[intervals[metric].notna() & intervals["t_start_s"].notna()]
+    rows = intervals[intervals[metric].notna() & intervals["t_start_s"].notna()].copy()
     if "size_bytes" in rows and rows["size_bytes"].notna().any():
         rows = rows[rows["size_bytes"] == rows["size_bytes"].max()]
+    if "t_offset_s" in rows:  # flows of one step that started apart (stagger) share one axis
+        rows["t_start_s"] = rows["t_start_s"] + rows["t_offset_s"].fillna(0.0)
     by = [c for c in ("step",) if c in rows]
+    if "client" in rows and (rows.groupby(by or ["client"])["client"].nunique() > 1).any():
+        by.append("client")  # incast and one-to-many: one line per flow
     groups = list(rows.groupby(by, sort=True)) if by else [("all", rows)]
     series = []
     for key, sub in groups[:8]:
         first = sub.iloc[0]
         parts = [label_text(c, first[c]) for c in ("pair", "host") if c in sub]
+        if "client" in by:
+            parts.append(f"{label_text('client', first['client'])} → {label_text('server', first.get('server'))}")
         if "rep" in sub and label_text("rep", first["rep"]):
             parts.append(f"rep {label_text('rep', first['rep'])}")
         name = " · ".join(p for p in parts if p) or str(key[0] if isinstance(key, tuple) else key)
@@ -251,6 +270,8 @@ def _heatmap(df: pd.DataFrame) -> dict[str, Any] | None:
     if metric is None:
         return None
     rows = df[(df["pattern"] == "all-pairs") & df[metric].notna()]
+    if "retest" in rows:  # bad-link retests are shown beside the heatmap, not in it
+        rows = rows[rows["retest"].isna() | (rows["retest"] == False)]  # noqa: E712 - NaN-aware
     title = f"All-pairs {metric} (median)"
     if "size_bytes" in rows and rows["size_bytes"].notna().any():
         biggest = rows["size_bytes"].max()
