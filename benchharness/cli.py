@@ -318,7 +318,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("report", cmd_report, "render the HTML report of a run, or a comparison of several runs",
         "arguments: RUN [RUN ...] [out=FILE] [junit=FILE (one run: its verdicts as JUnit XML)]"
         ).add_argument("runs", nargs="+", metavar="RUN")
-    add("compare", cmd_compare, "compare runs side by side (the first is the baseline): medians, 95% CIs, "
+    add("compare", cmd_compare, "compare runs side by side (the first is the baseline): medians, 95%% CIs, "
         "ratios, significance",
         "arguments: RUN_A RUN_B [RUN ...] [out=FILE] [format=html|json|md|csv]\n\n"
         "example:\n  bench compare 20261130-nic-a 20261130-nic-b out=vendor-a-vs-b.html"

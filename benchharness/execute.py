@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import getpass
 import os
@@ -17,11 +18,13 @@ from benchharness.errors import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_STEPS_FAILED,
+    EXIT_STORAGE,
     EXIT_VERDICT_FAILED,
+    StorageError,
     UsageError,
 )
 from benchharness.model import Verdict
-from benchharness.store import RunDir, find_run, new_run_id, results_root
+from benchharness.store import RunDir, find_run, new_run_id, redact_argv, results_root
 
 
 def _now() -> str:
@@ -32,7 +35,9 @@ def _suite_snapshot(suite: Any) -> dict[str, Any]:
     return {"name": suite.name, "path": str(suite.path), "description": suite.description,
             "settings": dict(suite.settings),
             "tests": [{"name": t.name, "tool": t.tool, "pattern": t.pattern, "hosts": t.hosts,
-                       "repeat": t.repeat, "params": dict(t.params)} for t in suite.tests]}
+                       "repeat": t.repeat, "params": dict(t.params),
+                       "checks": list(getattr(t, "checks", ()))} for t in suite.tests],
+            "verdicts": getattr(suite, "verdicts", None)}
 
 
 def exit_code_for(state: str, failed_steps: int, verdicts: list[Verdict]) -> int:
@@ -49,13 +54,15 @@ def exit_code_for(state: str, failed_steps: int, verdicts: list[Verdict]) -> int
 def run_suite(suite_ref: str, hosts_ref: str | None, overrides: Mapping[str, str], *,
               out: str | None = None, resume: str | None = None,
               echo: Callable[[str], None] = print,
-              progress: Callable[[str], None] | None = None, launcher: str | None = None) -> int:
+              progress: Callable[[str], None] | None = None, launcher: str | None = None,
+              junit: str | None = None, baseline: str | None = None) -> int:
     """Run a suite on an inventory's hosts (or the local machine) and return the exit code.
 
     ``launcher`` (ssh, slurm; default the hosts' ``bench_launcher`` var, else ssh) says how
-    commands reach the hosts.
+    commands reach the hosts. ``junit`` writes JUnit XML of the verdicts there; ``baseline``
+    (a tag, latest-pass, latest or a run) is what "N% baseline" checks compare with.
     """
-    from benchharness.inventory import load_inventory, local_inventory
+    from benchharness.inventory import load_inventory, local_inventory, redact
     from benchharness.plan import build_plan
     from benchharness.runner import Runner, summarize_failures
     from benchharness.suites import load_suite
@@ -72,6 +79,11 @@ def run_suite(suite_ref: str, hosts_ref: str | None, overrides: Mapping[str, str
         raise UsageError(f"suite {suite.name} has no steps for the hosts of "
                          f"{hosts_ref or 'the local machine'}")
 
+    if baseline:  # a baseline that names nothing is a usage error, before anything runs
+        from benchharness.verdicts import check_baseline_ref
+
+        check_baseline_ref(baseline, suite.name, find_run(resume).path.parent if resume
+                           else (Path(out).parent if out else results_root()))
     done: set[str] = set()
     if resume:
         run_dir = find_run(resume)
@@ -80,19 +92,23 @@ def run_suite(suite_ref: str, hosts_ref: str | None, overrides: Mapping[str, str
             raise UsageError(f"cannot resume {run_dir.path.name}: it ran suite "
                              f"{info.get('suite', {}).get('name')!r}, not {suite.name!r}")
         done = {s["step"] for s in run_dir.steps() if s.get("status") == "ok"}
+        # Steps that run again keep only their new samples; the old ones move aside, not away.
+        run_dir.supersede_samples({s.id for s in plan.steps} - done)
         info.setdefault("resumed", []).append(_now())
     else:
         run_id = new_run_id(suite.name)
         run_dir = RunDir.create(Path(out) if out else results_root() / run_id)
         info = {
-            "run_id": run_dir.path.name, "suite": _suite_snapshot(suite), "overrides": dict(overrides),
+            "run_id": run_dir.path.name, "suite": redact(_suite_snapshot(suite)), "overrides": redact(dict(overrides)),
             "inventory": inventory.snapshot(), "inventory_source": str(inventory.source or "local"),
             "hosts": [h.name for h in plan.hosts], "started": _now(), "ended": None,
             "state": "running", "exit_code": None, "bench_version": __version__,
-            "command": sys.argv, "controller": {"host": socket.gethostname(), "user": getpass.getuser(),
+            "command": redact_argv(sys.argv), "controller": {"host": socket.gethostname(), "user": getpass.getuser(),
                                                 "python": platform.python_version(), "pid": os.getpid()},
             "steps_total": len(plan.steps), "launcher": launcher,
         }
+    if baseline:
+        info["baseline"] = baseline
     run_dir.write_run_info(info)
     echo(f"run {run_dir.path.name}: suite {suite.name}, {len(plan.steps)} steps in "
          f"{len(plan.rounds)} rounds on {len(plan.hosts)} host(s); results in {run_dir.path}")
@@ -103,7 +119,14 @@ def run_suite(suite_ref: str, hosts_ref: str | None, overrides: Mapping[str, str
     runner = Runner(plan, run_dir, observers=observers, done_steps=done,
                     progress=progress or (lambda line: print(line, file=sys.stderr, flush=True)),
                     launcher=make_launcher(launcher, plan.hosts))
-    result = runner.run()
+    try:
+        result = runner.run()
+    except StorageError as exc:  # every process is stopped; say so in run.json if there is room
+        info.update({"ended": _now(), "state": "storage_error", "exit_code": EXIT_STORAGE})
+        with contextlib.suppress(StorageError):
+            run_dir.write_run_info(info)
+        raise StorageError(f"{exc.message}; make room, then continue with `bench run suite={suite_ref} "
+                           f"{'hosts=' + hosts_ref + ' ' if hosts_ref else ''}resume={run_dir.path}`") from exc
     iso = None
     if suite.settings.get("isolate") and not result.interrupted:
         from benchharness.isolation import isolate  # retest weak all-pairs pairs, name a suspect
@@ -149,6 +172,7 @@ def run_suite(suite_ref: str, hosts_ref: str | None, overrides: Mapping[str, str
             echo(f"  VERDICT FAIL {v.check}{' on ' + v.host if v.host else ''}: {v.message}")
     if iso and iso.confirmed:
         echo(f"  ISOLATION {'suspect ' + ', '.join(iso.suspects) if iso.suspects else 'no suspect'}: {iso.note}")
+    _acceptance_outputs(run_dir, info, verdicts, junit, report, echo)
     echo(f"report: {report}" if report else f"results: {run_dir.path}")
     return code
 
@@ -160,6 +184,27 @@ def _verdicts(run_dir: RunDir, info: dict[str, Any]) -> list[Verdict]:
     except ImportError:
         return []
     return evaluate(run_dir, info)
+
+
+def _acceptance_outputs(run_dir: RunDir, info: dict[str, Any], verdicts: list[Verdict], junit: str | None,
+                        report: Path | None, echo: Callable[[str], None]) -> None:
+    """Console summary of the verdicts, the history catalog entry, and JUnit XML when asked."""
+    try:
+        from benchharness.verdicts import summary_lines
+    except ImportError:
+        return
+    for line in summary_lines(verdicts):
+        echo(line)
+    try:
+        from benchharness.catalog import register_run
+
+        register_run(run_dir, info)
+    except Exception as exc:  # the run itself is safe on disk; the catalog is rebuilt from it
+        echo(f"warning: history catalog not updated ({exc}); `bench list` registers the run later")
+    if junit:
+        from benchharness.report.junit import write_junit
+
+        echo(f"junit: {write_junit(run_dir, Path(junit), str(report) if report else None)}")
 
 
 def _render(run_dir: RunDir, echo: Callable[[str], None]) -> Path | None:

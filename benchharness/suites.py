@@ -49,8 +49,8 @@ CORE_SETTINGS = tuple(SETTING_DEFAULTS)
 ISOLATION_SETTINGS = ("isolate", "isolation_bw_share", "isolation_lat_factor")
 #: Settings that belong to the planner and never flow into tool parameters.
 _PLANNER_SETTINGS = {"repeat", "base_port", "telemetry", "telemetry_interval", "preflight"}
-TOP_KEYS = ("description", "settings", "tests")
-TEST_KEYS = ("name", "tool", "hosts", "pattern", "pairs", "sweep", "repeat", "params")
+TOP_KEYS = ("description", "settings", "tests", "verdicts")
+TEST_KEYS = ("name", "tool", "hosts", "pattern", "pairs", "sweep", "repeat", "params", "checks")
 #: "Line" of a value that came from the command line rather than the file.
 CMDLINE = -1
 
@@ -72,6 +72,8 @@ class TestSpec:
     pairs: tuple[tuple[str, str], ...] | None = None
     #: Line of each test key and of each ``params.KEY`` (CMDLINE for command-line overrides).
     lines: Mapping[str, int] = field(default_factory=dict, compare=False)
+    #: Pass/fail checks (``benchharness.thresholds``), validated, as plain data.
+    checks: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,8 @@ class Suite:
     settings: dict[str, Any]
     tests: list[TestSpec]
     setting_lines: Mapping[str, int] = field(default_factory=dict, compare=False)
+    #: The suite's ``verdicts:`` policy (baseline, preflight, regression), validated; None if absent.
+    verdicts: dict[str, Any] | None = None
 
 
 # ---------------------------------------------------------------- finding suites
@@ -385,7 +389,43 @@ def load_suite(name_or_path: str | Path, overrides: Mapping[str, Any] | None = N
                 d.params[key], d.lines[f"params.{key}"] = value, CMDLINE
     _check_settings(check, settings, setting_lines, drafts)
     specs = [_finish(check, d, settings, setting_lines) for d in drafts]
-    return Suite(path.stem, path, description, settings, specs, setting_lines)
+    verdicts = _verdict_policy(check, doc)
+    return Suite(path.stem, path, description, settings, specs, setting_lines, verdicts)
+
+
+def _verdict_policy(check: _Checker, doc: _Map) -> dict[str, Any] | None:
+    """The validated ``verdicts:`` mapping (see ``thresholds.parse_policy``)."""
+    from benchharness.thresholds import CheckError, check_to_data, parse_policy
+
+    if "verdicts" not in doc:
+        return None
+    raw = check.mapping(doc["verdicts"], "verdicts", doc.key_lines["verdicts"])
+    try:
+        parse_policy(raw)
+    except CheckError as exc:
+        check.fail(str(exc), raw.key_lines.get(exc.key, raw.line))
+    return check_to_data(raw)
+
+
+def _checks(check: _Checker, data: _Map, what: str) -> tuple[dict[str, Any], ...]:
+    """The validated ``checks:`` of a test (see ``thresholds.parse_check``)."""
+    from benchharness.thresholds import CheckError, check_to_data, parse_check
+
+    raw = data.get("checks")
+    if raw is None:
+        return ()
+    if not isinstance(raw, _Seq):
+        check.fail(f"{what}: checks must be a list of checks like "
+                   f"- {{metric: bw_avg_gbps, min: 90% line_rate}}", data.key_lines["checks"])
+    out = []
+    for item, line in zip(raw, raw.item_lines, strict=True):
+        try:
+            parse_check(item)
+        except CheckError as exc:
+            where = item.key_lines.get(exc.key, item.line) if isinstance(item, _Map) else line
+            check.fail(f"{what}: checks: {exc}", where)
+        out.append(check_to_data(item))
+    return tuple(out)
 
 
 def _draft(check: _Checker, item: Any, line: int, earlier: list[_Draft]) -> _Draft:
@@ -508,7 +548,7 @@ def _finish(check: _Checker, d: _Draft, settings: Mapping[str, Any], setting_lin
                            f"{len(axes[first])} values, {key} has {len(values)}", lines[f"params.{key}"])
     repeat = d.repeat if d.repeat is not None else int(settings["repeat"])
     spec = TestSpec(d.name, adapter.name, hosts, pattern, sweep, repeat, dict(d.params), data.line,
-                    pairs, lines)
+                    pairs, lines, _checks(check, data, what))
     cases = expand_cases(spec)
     for case in cases:
         try:
