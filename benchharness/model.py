@@ -77,6 +77,8 @@ class Command:
     label: str = ""
     #: Files to copy to the host before the command starts: (local path, remote path).
     uploads: tuple[tuple[str, str], ...] = ()
+    #: Seconds after the step's first client starts that this client starts (staggered starts).
+    start_delay_s: float = 0.0
 
     @property
     def name(self) -> str:

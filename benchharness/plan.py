@@ -111,9 +111,24 @@ def describe_plan(plan: Plan) -> str:
             for cmd in commands:
                 env = [f"{k}={v}" for k, v in cmd.env.items()]
                 mode = "bg" if cmd.background else "fg"
-                lines.append(f"    {cmd.host.name}  {cmd.role} {mode}  port={ports}  "
-                             f"{shlex.join([*env, *cmd.argv])}")
+                delay = f"  after={cmd.start_delay_s:g}s" if cmd.start_delay_s else ""
+                lines.append(f"    {cmd.host.name}  {cmd.role} {mode}  port={_command_port(cmd.argv, step.port, reserved) or ports}"
+                             f"{delay}  {shlex.join([*env, *cmd.argv])}")
+    if suite.settings.get("isolate") and any(s.pattern == "all-pairs" for s in plan.steps):
+        from benchharness.isolation import settings_of
+
+        share, factor = settings_of(suite.settings)
+        lines.append(f"\nafter the run (isolate: true): all-pairs pairs below {share:.0%} of the best pair's "
+                     f"bandwidth or above {factor:g}x its latency run again once per case (steps <id>-retest, "
+                     f"disjoint pairs at once, ports from {suite.settings['base_port']}); the host in most "
+                     f"confirmed bad pairs is named")
     return "\n".join(lines)
+
+
+def _command_port(argv: Sequence[str], first: int, count: int) -> str | None:
+    """The one port of the step's range that a command line names, if exactly one."""
+    found = {a for a in argv if a.isdigit() and first <= int(a) < first + count}
+    return found.pop() if len(found) == 1 else None
 
 
 # ---------------------------------------------------------------- helpers

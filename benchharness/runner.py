@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from benchharness import faults
 from benchharness.errors import ToolFailure, TransportError
 from benchharness.model import Command, CommandResult, Host, Record, Step
 from benchharness.store import RunDir
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from benchharness.plan import Plan
 
 READY_TIMEOUT_S = 30.0
+SERVER_EXIT_GRACE_S = 0.5
 
 
 class StepObserver(Protocol):
@@ -89,8 +91,9 @@ class Runner:
 
     def __init__(self, plan: Plan, run_dir: RunDir, observers: Sequence[StepObserver] = (),
                  done_steps: set[str] | None = None, max_connections: int = 32,
-                 progress: Callable[[str], None] | None = None) -> None:
+                 progress: Callable[[str], None] | None = None, launcher: Any = None) -> None:
         self.plan = plan
+        self.launcher = launcher  # None: SSH/local per host; else e.g. a SlurmLauncher
         self.run_dir = run_dir
         self.observers = list(observers)
         self.done_steps = done_steps or set()
@@ -98,6 +101,7 @@ class Runner:
         self.progress = progress or (lambda line: None)
         self.transports: dict[str, Transport] = {}
         self.down: dict[str, str] = {}
+        self.down_kinds: dict[str, str] = {}  # unreachable | auth_failed | host_key_changed | ...
         self._live: set[Process] = set()
         self._lock = threading.Lock()
         self.stopping = threading.Event()
@@ -107,7 +111,7 @@ class Runner:
         """The one transport of ``host``, created on first use."""
         with self._lock:
             if host.name not in self.transports:
-                self.transports[host.name] = transport_for(host)
+                self.transports[host.name] = transport_for(host, self.launcher)
             return self.transports[host.name]
 
     def connect_all(self) -> None:
@@ -123,7 +127,7 @@ class Runner:
             try:
                 conn()
             except TransportError as exc:
-                self.down[host.name] = exc.message
+                self._mark_down(exc)
 
         with ThreadPoolExecutor(max_workers=min(self.max_connections, len(remote))) as pool:
             list(pool.map(connect, remote))
@@ -153,6 +157,8 @@ class Runner:
                 transport.close()
             except Exception:  # noqa: S110 - closing is best effort at the end of a run
                 pass
+        if self.launcher is not None:
+            self._safely(self.launcher.close)  # e.g. cancel the run's Slurm allocation
 
     # -- the run -----------------------------------------------------------------------------
     def run(self) -> RunOutcome:
@@ -220,28 +226,53 @@ class Runner:
         outcome = StepOutcome(step=step, status="ok", started=time.time())
         dead = [h.name for h in step.hosts if h.name in self.down]
         if dead:
-            outcome.status, outcome.kind, outcome.host = "failed", "unreachable", dead[0]
+            outcome.status, outcome.kind, outcome.host = "failed", self.down_kinds.get(dead[0], "unreachable"), dead[0]
             outcome.message = self.down[dead[0]]
         elif self.stopping.is_set():
             outcome.status, outcome.kind, outcome.message = "skipped", "interrupted", "run was stopped"
         else:
             for obs in self.observers:
                 self._safely(obs.before_step, self, step)
+            lost: TransportError | None = None
             try:
                 self._execute(step, outcome)
+                lost = self._lost(step)
             except TransportError as exc:
-                self.down.setdefault(exc.host, exc.message)
+                self._mark_down(exc)
                 outcome.status, outcome.kind, outcome.host, outcome.message = (
-                    "failed", "unreachable", exc.host, exc.message)
+                    "failed", exc.kind, exc.host, exc.message)
             except ToolFailure as exc:
                 outcome.status, outcome.kind, outcome.message = "failed", exc.kind, exc.message
+                lost = self._lost(step)
+            if lost is not None:  # the step's own failure (a timeout) came from the host going away
+                self._mark_down(lost)
+                step_kind = f" (the step: {outcome.kind})" if outcome.kind else ""
+                outcome.status, outcome.kind, outcome.host = "failed", lost.kind, lost.host
+                outcome.message = lost.message + step_kind
             for obs in self.observers:
                 self._safely(obs.after_step, self, step)
         outcome.ended = time.time()
+        outcome.message = faults.one_line(outcome.message)
         if self.stopping.is_set() and outcome.status == "failed" and outcome.kind not in ("unreachable",):
             outcome.status, outcome.kind = "skipped", "interrupted"
         self._record(outcome)
         return outcome
+
+    def _mark_down(self, exc: TransportError) -> None:
+        """Later steps on this host fail at once, with the same kind and message."""
+        if exc.host not in self.down:
+            self.down[exc.host], self.down_kinds[exc.host] = exc.message, exc.kind
+
+    def _lost(self, step: Step) -> TransportError | None:
+        """A host of the step that stopped answering while the step ran (link cut, host hung)."""
+        for host in step.hosts:
+            lost = getattr(self.transports.get(host.name), "lost", None)
+            if isinstance(lost, TransportError):
+                reason = lost.message.removeprefix(f"{host.name}: ")
+                return TransportError(host.name, "stopped answering during the step (link down or host "
+                                      f"hung): {reason}; its processes end at their host-side time limit",
+                                      kind="unreachable")
+        return None
 
     def _record(self, o: StepOutcome) -> None:
         self.run_dir.append_step({
@@ -262,7 +293,8 @@ class Runner:
                 for host in targets.values():
                     for local_path, remote_path in cmd.uploads:
                         self.transport(host).put(local_path, remote_path)
-            longest = max((c.timeout_s for c in commands if not c.background), default=60.0)
+            longest = max((c.timeout_s + c.start_delay_s for c in commands if not c.background),
+                          default=60.0)
             for cmd in (c for c in commands if c.background):
                 proc = self._start(cmd, limit_s=longest + READY_TIMEOUT_S + 30)
                 servers.append((cmd, proc))
@@ -272,8 +304,7 @@ class Runner:
                     results += self._stop_all(servers)
                     self._store(step, results)
                     raise failure
-            clients = [(cmd, self._start(cmd, limit_s=cmd.timeout_s + 10))
-                       for cmd in commands if not cmd.background]
+            clients = self._start_clients([c for c in commands if not c.background])
             results += [self._finish(cmd, proc) for cmd, proc in clients]
             results += self._stop_all(servers)
             servers = []
@@ -282,11 +313,38 @@ class Runner:
                 results += self._stop_all(servers)
                 self._store(step, results)
         self._store(step, results)
-        records = adapter.parse_step(step, results)
+        if self.stopping.is_set() and any(r.stopped and not r.command.background for r in results):
+            # Its partial output stays in raw/, its samples are not counted; resume runs it again.
+            raise ToolFailure("interrupted", f"{step.id}: stopped before it finished")
+        missing = faults.missing_tool(results)
+        if missing is not None:
+            raise missing
+        hung, crash = faults.timeout_note(results), faults.crash_note(results)
+        try:
+            records = adapter.parse_step(step, results)
+        except ToolFailure as exc:
+            if hung or crash:
+                raise ToolFailure("timeout" if hung else "crashed", f"{hung or crash} ({exc.message})") from exc
+            raise
         labels = step.sample_labels()
         outcome.samples = self.run_dir.append_samples({**labels, **r} for r in records)
+        if hung or crash:  # what it measured before it hung or died is kept, and the step fails
+            raise ToolFailure("timeout" if hung else "crashed",
+                              f"{step.id}: {hung or crash}; {outcome.samples} partial samples kept")
         if not records:
             raise ToolFailure("no_result", f"{step.id}: the tool ran but produced no samples")
+
+    def _start_clients(self, commands: list[Command]) -> list[tuple[Command, Process]]:
+        """Start clients in order of ``start_delay_s`` (stable), each at its offset from the first."""
+        t0 = time.monotonic()
+        started: list[tuple[Command, Process]] = []
+        for cmd in sorted(commands, key=lambda c: c.start_delay_s):
+            while not self.stopping.is_set() and time.monotonic() < t0 + cmd.start_delay_s:
+                time.sleep(max(0.0, min(0.05, t0 + cmd.start_delay_s - time.monotonic())))
+            if self.stopping.is_set():
+                break
+            started.append((cmd, self._start(cmd, limit_s=cmd.timeout_s + 10)))
+        return started
 
     def _store(self, step: Step, results: list[CommandResult]) -> None:
         for res in results:
@@ -316,6 +374,10 @@ class Runner:
         results = []
         for cmd, proc in servers:
             rc = proc.poll()
+            if rc is None and not self.stopping.is_set():
+                # One-off servers (iperf3 -1, perftest, ucx_perftest) end a moment after their
+                # client; waiting for that is cheaper than a remote kill (a round trip or more).
+                rc = proc.wait(SERVER_EXIT_GRACE_S)
             stopped = rc is None
             if stopped:
                 proc.stop(1.0)
@@ -328,16 +390,13 @@ class Runner:
     @staticmethod
     def _not_ready(adapter: Any, cmd: Command, proc: Process) -> ToolFailure:
         rc = proc.wait(1.0)  # if it exited, let its last output arrive
+        result = CommandResult(cmd, rc, proc.stdout, proc.stderr, proc.started, time.time())
         classify = getattr(adapter, "classify", None)
-        if classify is not None and rc is not None:
-            failure = classify(CommandResult(cmd, rc, proc.stdout, proc.stderr, proc.started, time.time()))
+        if classify is not None and rc is not None and rc not in (126, 127):
+            failure = classify(result)
             if failure is not None:
                 return ToolFailure(failure.kind, f"{cmd.host.name}: {cmd.role}: {failure.message}")
-        tail = (proc.stderr.strip() or proc.stdout.strip()).splitlines()[-1:] or ["no output"]
-        if rc == 127:
-            return ToolFailure("tool_missing", f"{cmd.host.name}: {cmd.argv[0]} not found on the host")
-        state = f"exited with code {rc}" if rc is not None else f"not ready after {READY_TIMEOUT_S:.0f} s"
-        return ToolFailure("server_not_ready", f"{cmd.host.name}: {cmd.role} {state}: {tail[0]}")
+        return faults.not_ready(result, READY_TIMEOUT_S)
 
 
 def summarize_failures(outcomes: Sequence[StepOutcome]) -> list[Record]:

@@ -128,10 +128,15 @@ def nic_entries(host_facts: Any) -> list[dict[str, Any]]:
     if not isinstance(host_facts, Mapping):
         return []
     nics = host_facts.get("nics") or host_facts.get("nic") or []
+    if isinstance(nics, Mapping) and isinstance(nics.get("devices"), list):
+        nics = nics["devices"]  # the probe's shape: {"devices": [...], "skipped": [...]}
     if isinstance(nics, Mapping):
         return [{"name": k, **v} if isinstance(v, Mapping) else {"name": k, "value": v}
                 for k, v in nics.items()]
-    return [dict(n) for n in nics if isinstance(n, Mapping)] if isinstance(nics, list) else []
+    out = [dict(n) for n in nics if isinstance(n, Mapping)] if isinstance(nics, list) else []
+    for nic in out:
+        nic.setdefault("name", nic.get("netdev"))
+    return out
 
 
 def nic_speed_gbps(nic: Mapping[str, Any]) -> float | None:

@@ -5,6 +5,7 @@ Layout (``schema_version`` 1)::
     <run>/run.json          what, where, when, versions, hosts, exit state (rewritten as it changes)
     <run>/steps.jsonl       one line per finished step: status, failure kind and message
     <run>/samples.jsonl     tidy sample records, appended after every step
+    <run>/samples.superseded.jsonl   samples of steps that `resume=` ran again (kept, not read)
     <run>/raw/<step>/<cmd>.json|.stdout|.stderr   each command line, its output and exit code
     <run>/telemetry/        host facts, preflight verdicts, per-step counters and samplers
     <run>/report.html       rendered from the files above
@@ -14,21 +15,24 @@ Every write is appended or replaced atomically, so a run that dies half-way leav
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
 import re
 import secrets
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from benchharness.errors import BenchError, UsageError
+from benchharness.errors import StorageError, UsageError
 from benchharness.model import CommandResult, Record
 
 SCHEMA_VERSION = 1
 RESULTS_ENV = "BENCH_RESULTS"
+REDACTED = "<redacted>"  # as benchharness.inventory.REDACTED
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
@@ -49,13 +53,65 @@ def new_run_id(suite: str, now: float | None = None) -> str:
     return f"{stamp}-{safe_name(suite)}-{secrets.token_hex(2)}"
 
 
+FILE_MODE = 0o644
+DIR_MODE = 0o755
+
+
+def _storage_error(path: Path, exc: OSError) -> StorageError:
+    full = " (disk full)" if exc.errno in (errno.ENOSPC, errno.EDQUOT) else ""
+    return StorageError(f"cannot write {path}: {exc.strerror or exc}{full}; "
+                        f"everything written before it is intact")
+
+
+def _mkdirs(path: Path) -> None:
+    """``mkdir -p`` with mode 0755 at every level (Path.mkdir gives parents the umask's mode)."""
+    missing = []
+    while not path.is_dir():
+        missing.append(path)
+        path = path.parent
+    for folder in reversed(missing):
+        try:
+            folder.mkdir(mode=DIR_MODE)
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise _storage_error(folder, exc) from exc
+
+
 def _atomic_write(path: Path, text: str) -> None:
+    """Replace ``path`` as a whole, or leave it as it was (a full disk never leaves half a file)."""
     tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+        with open(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise _storage_error(path, exc) from exc
+
+
+def _secret_name(name: str) -> bool:
+    from benchharness.inventory import redact  # one rule for what looks secret
+
+    return bool(redact({name: None})[name] == REDACTED)
+
+
+def redact_env(env: Mapping[str, str]) -> dict[str, str]:
+    """An environment as stored: values of secret-looking names (``*TOKEN*``, ``*PASSWORD*``) hidden."""
+    return {k: REDACTED if _secret_name(k) else v for k, v in env.items()}
+
+
+def redact_argv(argv: Iterable[str]) -> list[str]:
+    """A command line as stored: ``NAME=value`` arguments with a secret-looking NAME hidden."""
+    out = []
+    for arg in argv:
+        name, sep, _ = arg.partition("=")
+        out.append(f"{name}={REDACTED}" if sep and _secret_name(name.lstrip("-")) else arg)
+    return out
 
 
 def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
@@ -87,11 +143,12 @@ class RunDir:
         if path.exists() and any(path.iterdir()):
             raise UsageError(f"run directory {path} already exists and is not empty")
         try:
-            path.mkdir(parents=True, exist_ok=True, mode=0o755)
             for sub in ("raw", "telemetry"):
-                (path / sub).mkdir(exist_ok=True, mode=0o755)
-        except OSError as exc:
-            raise BenchError(f"cannot create run directory {path}: {exc.strerror}") from exc
+                _mkdirs(path / sub)
+        except StorageError as exc:
+            cause = exc.__cause__
+            why = cause.strerror if isinstance(cause, OSError) and cause.strerror else str(exc)
+            raise StorageError(f"cannot create run directory {path}: {why}") from cause
         return cls(path)
 
     def write_run_info(self, info: dict[str, Any]) -> None:
@@ -110,19 +167,62 @@ class RunDir:
     def _append(self, name: str, lines: list[str]) -> None:
         if not lines:
             return
-        with self._lock, open(self.path / name, "a", encoding="utf-8") as fh:
-            fh.write("".join(lines))
-            fh.flush()
-            os.fsync(fh.fileno())
+        path = self.path / name
+        data = "".join(lines).encode("utf-8")
+        with self._lock:
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
+            except OSError as exc:
+                raise _storage_error(path, exc) from exc
+            size = os.fstat(fd).st_size
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+                os.fsync(fd)
+            except OSError as exc:
+                # Cut back to the last whole line, so that the next append starts a clean line.
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, size)
+                raise _storage_error(path, exc) from exc
+            finally:
+                os.close(fd)
+
+    def supersede_samples(self, steps: set[str]) -> int:
+        """Move the samples of ``steps`` (about to run again on resume) to ``samples.superseded.jsonl``.
+
+        Afterwards ``samples.jsonl`` holds each step's samples once; nothing is deleted.
+        """
+        path = self.path / "samples.jsonl"
+        if not steps or not path.exists():
+            return 0
+        keep: list[str] = []
+        moved: list[str] = []
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                if not line.strip():
+                    continue
+                line = line if line.endswith("\n") else line + "\n"
+                try:
+                    step = json.loads(line).get("step")
+                except (json.JSONDecodeError, AttributeError):
+                    step = None
+                (keep if step is not None and step not in steps else moved).append(line)
+        if not moved:
+            return 0
+        self._append("samples.superseded.jsonl", moved)
+        with self._lock:
+            _atomic_write(path, "".join(keep))
+        return len(moved)
 
     def write_raw(self, step_id: str, result: CommandResult) -> None:
         """Keep one command's line, environment, output and exit code."""
         folder = self.path / "raw" / safe_name(step_id)
-        folder.mkdir(parents=True, exist_ok=True)
+        _mkdirs(folder)
         name = safe_name(result.command.name)
         meta = {
             "host": result.command.host.name, "role": result.command.role,
-            "argv": list(result.command.argv), "env": dict(result.command.env),
+            "argv": redact_argv(result.command.argv), "env": redact_env(result.command.env),
             "rc": result.rc, "started": result.started, "ended": result.ended,
             "timed_out": result.timed_out, "stopped": result.stopped, "error": result.error,
         }
@@ -133,14 +233,14 @@ class RunDir:
     def write_text(self, relpath: str, text: str) -> Path:
         """Write a text file under the run directory (sampler lines ...)."""
         target = self.path / relpath
-        target.parent.mkdir(parents=True, exist_ok=True)
+        _mkdirs(target.parent)
         _atomic_write(target, text)
         return target
 
     def write_json(self, relpath: str, data: Any) -> Path:
         """Write a JSON file under the run directory (telemetry, verdicts ...)."""
         target = self.path / relpath
-        target.parent.mkdir(parents=True, exist_ok=True)
+        _mkdirs(target.parent)
         _atomic_write(target, json.dumps(data, indent=2, default=str) + "\n")
         return target
 

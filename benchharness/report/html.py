@@ -177,6 +177,7 @@ def run_context(run: RunDir) -> dict[str, Any]:
             sub = summary_rows[summary_rows["test"] == test].dropna(axis=1, how="all")
             tests.append(test_section(str(test), sub, intervals[intervals["test"] == test]))
     return {"h": head, "s": summary(run, info), "tests": tests, "t": telemetry(run, info),
+            "iso": run.read_json("isolation.json") or {},
             "generated": when(dt.datetime.now(dt.UTC).timestamp())}
 
 

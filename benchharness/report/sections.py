@@ -243,10 +243,14 @@ def _over_time(intervals: pd.DataFrame) -> dict[str, Any] | None:
     if "client" in rows and (rows.groupby(by or ["client"])["client"].nunique() > 1).any():
         by.append("client")  # incast and one-to-many: one line per flow
     groups = list(rows.groupby(by, sort=True)) if by else [("all", rows)]
+    # case labels (on_off, bitrate ...) that tell steps apart, so same-pair lines differ by name
+    skip = analysis.HOST_LABELS | analysis.REP_LABELS | {"size_bytes"}
+    cases = [c for c in analysis.case_columns(rows) if c not in skip and by and
+             rows[c].nunique(dropna=False) > 1 and rows.groupby(by)[c].nunique(dropna=False).max() == 1]
     series = []
     for key, sub in groups[:8]:
         first = sub.iloc[0]
-        parts = [label_text(c, first[c]) for c in ("pair", "host") if c in sub]
+        parts = [label_text(c, first[c]) for c in ("pair", "host", *cases) if c in sub]
         if "client" in by:
             parts.append(f"{label_text('client', first['client'])} → {label_text('server', first.get('server'))}")
         if "rep" in sub and label_text("rep", first["rep"]):

@@ -2,10 +2,19 @@
 
 Servers are one-off (``-1``) and bound to the receiver's traffic address; clients print JSON
 (``-J``), which ``iperf3_parse`` turns into records. Written for iperf3 3.12 (Debian 12).
+
+Bursty traffic: ``bitrate: RATE/BURST`` is iperf3's own ``-b`` pacing (bursts of BURST packets).
+``on_off: 100ms/100ms`` makes each client a duty cycle: a fixed ``sh`` loop stops the client
+with SIGSTOP for the off time and continues it with SIGCONT, so the wire goes quiet while the TCP
+connection stays up (iperf3 has no native on/off; its ``-t`` is whole seconds, so short
+on-periods cannot be separate runs). Interval reports then default to 0.1 s so the samples show
+the cycle. ``stagger: 0.5s`` starts the flows of one step (incast, one-to-many, all-to-all)
+0.5 s apart; records of multi-flow steps carry ``t_offset_s``, their flow's start within the step.
 """
 
 from __future__ import annotations
 
+import math
 import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -21,6 +30,16 @@ UDP_DEFAULT_BITRATE = "1G"
 TIMEOUT_MARGIN_S = 30.0
 _PAIR_PATTERNS = ("pairs", "all-pairs", "ring", "self")
 _MAX_UDP_PAYLOAD = 65507
+#: Interval reports under on_off unless the suite sets ``interval`` (iperf3's minimum is 0.1 s).
+ON_OFF_INTERVAL = 0.1
+#: Extra on/off time allowed for the client's connection setup.
+ON_OFF_SETUP_S = 1.0
+_ON_OFF_SCRIPT = (
+    'on="$1"; off="$2"; n="$3"; shift 3; "$@" & p=$!; '
+    "trap 'kill -CONT $p 2>/dev/null' TERM INT; i=0; "
+    'while [ "$i" -lt "$n" ] && sleep "$on" && kill -STOP "$p" 2>/dev/null; '
+    'do sleep "$off"; kill -CONT "$p" 2>/dev/null; i=$((i+1)); done; '
+    'wait "$p"; r=$?; if kill -0 "$p" 2>/dev/null; then wait "$p"; r=$?; fi; exit "$r"')
 
 
 def _is_bool(value: Any) -> bool:
@@ -37,6 +56,7 @@ class Iperf3Adapter:
         "protocol": "tcp", "duration": 5, "omit": 0, "streams": 1, "length": None,
         "bitrate": None, "bidir": False, "reverse": False, "window": None, "zerocopy": False,
         "interval": 1, "connect_timeout": None, "timeout": None, "extra_args": "",
+        "on_off": None, "stagger": None,
     }
     patterns: Sequence[str] = (*_PAIR_PATTERNS, "one-to-many", "incast", "all-to-all")
 
@@ -104,6 +124,24 @@ class Iperf3Adapter:
         if p["timeout"] is not None and (_is_bool(p["timeout"]) or not isinstance(p["timeout"], int | float)
                                          or p["timeout"] <= 0):
             raise bad("timeout", "must be a number of seconds > 0")
+        if p["on_off"] is not None:
+            try:
+                on_off_seconds(p["on_off"])
+            except ValueError as exc:
+                raise bad("on_off", str(exc)) from None
+            if p["protocol"] != "tcp" or p["bitrate"] is not None:
+                # -b paces to the average since the start: after every off period iperf3 would
+                # send flat out until it caught up, which is not the duty cycle asked for.
+                raise bad("on_off", "works with protocol tcp and no bitrate (iperf3's -b paces to "
+                          "the average since the start and would burst to catch up after each off "
+                          "period); to cap the on-period rate use extra_args: --fq-rate RATE")
+        if p["stagger"] is not None:
+            try:
+                stagger = parse_duration(p["stagger"])
+            except ValueError as exc:
+                raise bad("stagger", str(exc)) from None
+            if not 0 <= stagger <= 60:
+                raise bad("stagger", "must be between 0 and 60 seconds")
 
     # ------------------------------------------------------------------ commands
 
@@ -112,7 +150,8 @@ class Iperf3Adapter:
         p = self._resolved(step.params)
         flows = _flows(step)
         servers = [self._server(dst, port, p) for _, dst, port, _ in flows]
-        clients = [self._client(src, dst, port, p, label) for src, dst, port, label in flows]
+        clients = [self._client(src, dst, port, p, label, delay=i * p["stagger"])
+                   for i, (src, dst, port, label) in enumerate(flows)]
         return servers + clients
 
     def _resolved(self, params: Mapping[str, Any]) -> dict[str, Any]:
@@ -120,8 +159,11 @@ class Iperf3Adapter:
         p = {**self.params, **params}
         if p["protocol"] == "udp" and p["bitrate"] is None:
             p["bitrate"] = UDP_DEFAULT_BITRATE
+        if p["on_off"] is not None and "interval" not in params:
+            p["interval"] = ON_OFF_INTERVAL  # one report per second would average the cycle away
         for name in ("duration", "omit", "interval"):  # "5s", "500ms" as suites write them
             p[name] = parse_duration(p[name])
+        p["stagger"] = parse_duration(p["stagger"]) if p["stagger"] is not None else 0.0
         return p
 
     def _server(self, host: Host, port: int, p: Mapping[str, Any]) -> Command:
@@ -130,7 +172,8 @@ class Iperf3Adapter:
                        ready_pattern=SERVER_READY, timeout_s=_client_timeout(p) + TIMEOUT_MARGIN_S,
                        label=f"server-{host.name}-{port}")
 
-    def _client(self, src: Host, dst: Host, port: int, p: Mapping[str, Any], label: str) -> Command:
+    def _client(self, src: Host, dst: Host, port: int, p: Mapping[str, Any], label: str,
+                delay: float = 0.0) -> Command:
         argv = ["iperf3", "-c", dst.traffic_ip, "-p", str(port), "-J",
                 "-t", str(int(p["duration"])), "-i", _num(p["interval"])]
         if src.data_ip and src.data_ip != dst.traffic_ip:
@@ -156,8 +199,10 @@ class Iperf3Adapter:
         if p["connect_timeout"] is not None:
             argv += ["--connect-timeout", str(p["connect_timeout"])]
         argv += _extra_args(p["extra_args"])
+        if p["on_off"] is not None:
+            argv = on_off_argv(p["on_off"], float(p["omit"]) + float(p["duration"]), argv)
         return Command(host=src, role="client", argv=tuple(argv), background=False,
-                       timeout_s=_client_timeout(p), label=label)
+                       timeout_s=_client_timeout(p), label=label, start_delay_s=round(delay, 3))
 
     # ------------------------------------------------------------------ parsing
 
@@ -165,7 +210,11 @@ class Iperf3Adapter:
         """Records of every client of the step, labelled with the step and the two hosts."""
         by_label = {r.command.name: r for r in results}
         out: list[Record] = []
-        for src, dst, port, label in _flows(step):
+        flows = _flows(step)
+        # Several flows share one time axis: each flow's start relative to the first one's.
+        starts = [by_label[f[3]].started for f in flows if f[3] in by_label]
+        t0 = min(starts, default=0.0)
+        for src, dst, port, label in flows:
             server_label = f"server-{dst.name}-{port}"
             result = by_label.get(label)
             if result is None:
@@ -176,6 +225,8 @@ class Iperf3Adapter:
                 where = f"step {step.id}, {label}: {exc.message}"
                 raise ToolFailure(exc.kind, where + _server_note(by_label.get(server_label))) from exc
             labels = {**step.sample_labels(), "server": dst.name, "client": src.name}
+            if len(flows) > 1:
+                labels["t_offset_s"] = round(result.started - t0, 3)
             out.extend({**labels, **rec} for rec in records)
         return out
 
@@ -237,6 +288,29 @@ def _flows(step: Step) -> list[tuple[Host, Host, int, str]]:
         return [(src, dst, port + i, f"client-{src.name}-to-{dst.name}-{port + i}")
                 for i, src in enumerate(hosts) for j, dst in enumerate(hosts) if j != i]
     raise ValueError(f"step {step.id}: iperf3 does not support pattern {pattern!r}")
+
+
+def on_off_seconds(value: Any) -> tuple[float, float]:
+    """``"100ms/100ms"`` -> ``(0.1, 0.1)``: seconds on and off, each 0.01 .. 60."""
+    if not isinstance(value, str) or value.count("/") != 1:
+        raise ValueError("must be ON/OFF durations, e.g. 100ms/100ms or 1s/3s")
+    on, off = (parse_duration(part) for part in value.split("/"))
+    for seconds in (on, off):
+        if not 0.01 <= seconds <= 60:
+            raise ValueError("each of ON/OFF must be between 10ms and 60s")
+    return on, off
+
+
+def on_off_argv(value: str, seconds: float, argv: Sequence[str]) -> list[str]:
+    """``argv`` run under the on/off loop for about ``seconds`` (whole cycles, rounded up).
+
+    The loop is a fixed script; the durations and the command are its positional arguments, so no
+    value ever becomes shell text. It ends with the client continued, so the client finishes its
+    own ``-t``; on SIGTERM it continues a stopped client so that it can write its partial JSON.
+    """
+    on, off = on_off_seconds(value)
+    cycles = math.ceil((seconds + ON_OFF_SETUP_S) / (on + off))
+    return ["sh", "-c", _ON_OFF_SCRIPT, "bench-on-off", _num(on), _num(off), str(cycles), *argv]
 
 
 def _bitrate_arg(value: Any) -> str:
