@@ -119,6 +119,11 @@ def build_argv(executable: Path | str, playbook: Path, inventory: Path, limit: s
 def ansible_env(tmp: Path, base: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment of an ansible-playbook run: our config, host keys checked, files in ``tmp``."""
     env = dict(os.environ if base is None else base)
+    # Loading an inventory in this process narrows Ansible's settings for parsing (inventory.py);
+    # a playbook run needs Ansible's own defaults back (host lists, fact variables).
+    for key in ("ANSIBLE_INVENTORY_ENABLED", "ANSIBLE_INVENTORY_ANY_UNPARSED_IS_FAILED",
+                "ANSIBLE_INJECT_FACT_VARS"):
+        env.pop(key, None)
     env.update({
         "ANSIBLE_CONFIG": str(ANSIBLE_DIR / "ansible.cfg"),
         "ANSIBLE_HOST_KEY_CHECKING": "True",
