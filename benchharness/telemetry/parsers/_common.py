@@ -74,3 +74,26 @@ def key_values(text: str, sep: str = ":") -> dict[str, str]:
         if key and key not in out:
             out[key] = value.strip()
     return out
+
+
+# Lines a pasted or captured output may carry around the tool's own text: shell prompts with
+# the command (``root@host:~# lspci -vvv``, ``[root@node ~]# ...``, ``$ ethtool eth0``,
+# ``# numactl -H``) and sudo's complaints. None of them is a line any parser here reads.
+_NOISE = [
+    re.compile(r"^\s*[\w.-]+@[\w.-]+(?::\S*)?(?:\s+~?\S*)?(?:\s+\[\d+\])?\s*[$#](?:\s|$)"),
+    re.compile(r"^\s*\[[^\]\s]*@[^\]]*\]\s*[$#](?:\s|$)"),
+    re.compile(r"^\s*[$#](?:\s|$)"),
+    re.compile(r"^\S*[:~]\S*[$#]\s"),
+    re.compile(r"^\s*sudo(?::|\s)"),
+]
+
+
+def is_noise(line: str) -> bool:
+    """True for a shell prompt / command echo or a ``sudo:`` message line."""
+    return any(p.match(line) for p in _NOISE)
+
+
+def clean_text(text: str) -> str:
+    """Tool output without terminal colours, CR line ends, prompt/command and sudo lines."""
+    text = strip_ansi(text).replace("\r\n", "\n").replace("\r", "\n")
+    return "\n".join(line for line in text.split("\n") if not is_noise(line))

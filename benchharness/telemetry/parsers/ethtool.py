@@ -5,13 +5,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from benchharness.telemetry.parsers._common import to_int
+from benchharness.telemetry.parsers._common import clean_text, to_int
 from benchharness.telemetry.parsers._counter_names import highlights
 
 
 def parse_settings(text: str) -> dict[str, Any]:
     """Speed (``speed_mbps``, None when ``Unknown!``), duplex, port, link detected, link modes."""
     out: dict[str, Any] = {"netdev": None, "supported_link_modes": [], "advertised_link_modes": []}
+    text = clean_text(text)
     m = re.search(r"^Settings for (\S+?):", text, re.MULTILINE)
     if m:
         out["netdev"] = m.group(1)
@@ -50,13 +51,13 @@ def parse_settings(text: str) -> dict[str, Any]:
 def parse_driver_info(text: str) -> dict[str, Any]:
     """``ethtool -i``: driver, versions, bus address; firmware split from its PSID in parentheses."""
     out: dict[str, Any] = {}
-    for line in text.splitlines():
+    for line in clean_text(text).splitlines():
         key, sep, value = line.partition(":")
         if not sep:
             continue
         key, value = key.strip().replace("-", "_"), value.strip()
         if key.startswith("supports_"):
-            out[key] = value == "yes"
+            out[key] = {"yes": True, "no": False}.get(value)  # an empty value is unknown, not "no"
         else:
             out[key] = value or None
     fw = out.get("firmware_version") or ""
@@ -71,7 +72,7 @@ def parse_driver_info(text: str) -> dict[str, Any]:
 def parse_stats(text: str) -> dict[str, Any]:
     """``ethtool -S``: every counter as an int, and a ``highlights`` summary (PFC, discards ...)."""
     counters: dict[str, int] = {}
-    for line in text.splitlines():
+    for line in clean_text(text).splitlines():
         m = re.match(r"^\s+(\S.*?):\s+(-?\d+)\s*$", line)
         if m:
             counters[m.group(1)] = int(m.group(2))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from benchharness.telemetry.parsers._common import snake, to_float
+from benchharness.telemetry.parsers._common import clean_text, snake, to_float
 
 _LANE = re.compile(r"\s*\((?:Channel|Chan|Lane)\s*(\d+)\)\s*")
 _POWER = re.compile(r"([-\d.]+)\s*mW\s*/\s*([-\w.]+)\s*dBm")
@@ -39,7 +39,7 @@ def parse_module(text: str) -> dict[str, Any]:
     """Temperature (°C), voltage (V), per-lane bias (mA) and TX/RX power, alarm/warning flags."""
     out: dict[str, Any] = {"lanes": [], "flags": {}, "alarms_on": []}
     lanes: dict[int, dict[str, Any]] = {}
-    for line in text.splitlines():
+    for line in clean_text(text).splitlines():
         key, sep, value = line.partition(" : ")
         if not sep:
             key, sep, value = line.partition(":")
@@ -51,7 +51,7 @@ def parse_module(text: str) -> dict[str, Any]:
         base = _LANE.sub(" ", key).strip()
         low = base.lower()
         if base in _IDENTITY:
-            out[_IDENTITY[base]] = value
+            out.setdefault(_IDENTITY[base], value)  # SFF-8636 may print several "Transceiver type" lines
         elif low == "module temperature":
             out["temperature_c"] = to_float(value)
         elif low == "module voltage":

@@ -8,7 +8,7 @@ import json
 import re
 from typing import Any
 
-from benchharness.telemetry.parsers._common import strip_ansi, to_float, to_int
+from benchharness.telemetry.parsers._common import clean_text, to_float, to_int
 
 #: nvidia-smi query fields -> names with units; anything else keeps its dotted name with ``_``.
 NVIDIA_FIELDS = {
@@ -25,9 +25,13 @@ NVIDIA_FIELDS = {
 _TEXT_FIELDS = {"model", "bus_id", "uuid", "driver_version"}
 
 
+_FIELD = re.compile(r"^[A-Za-z_][\w.]*(?:\s*\[[^\]]*\])?$")
+
+
 def _value(name: str, raw: str) -> Any:
     raw = raw.strip()
-    if raw.startswith("[") or raw in ("N/A", ""):
+    # "[N/A]", "[Not Supported]", "[Unknown Error]", "[Insufficient Permissions]" ...
+    if raw.startswith("[") or raw in ("N/A", "Not Supported", ""):
         return None
     if name in _TEXT_FIELDS:
         return raw
@@ -38,13 +42,20 @@ def _value(name: str, raw: str) -> Any:
 
 
 def parse_nvidia_query(text: str, fields: list[str] | None = None) -> list[dict[str, Any]]:
-    """``nvidia-smi --query-gpu=... --format=csv`` (header line) or ``noheader`` with ``fields``."""
-    rows = [r for r in csv.reader(io.StringIO(text.strip()), skipinitialspace=True) if r]
+    """``nvidia-smi --query-gpu=... --format=csv`` (header line) or ``noheader`` with ``fields``.
+
+    Units in the header (``power.draw [W]``) or not (``nounits``) both work; lines before the
+    header (the command line, a prompt) are skipped. Text that has no CSV header, such as
+    ``nvidia-smi -q`` or a ``noheader`` capture parsed without ``fields``, gives ``[]``.
+    """
+    rows = [[c.strip() for c in r] for r in csv.reader(io.StringIO(clean_text(text).strip()), skipinitialspace=True)
+            if any(c.strip() for c in r)]
     if fields is None:
-        if not rows:
+        start = next((i for i, r in enumerate(rows) if all(_FIELD.match(c) for c in r)), None)
+        if start is None:
             return []
-        fields = [re.sub(r"\s*\[.*\]$", "", h.strip()) for h in rows[0]]
-        rows = rows[1:]
+        fields = [re.sub(r"\s*\[.*\]$", "", h) for h in rows[start]]
+        rows = rows[start + 1:]
     names = [NVIDIA_FIELDS.get(f, f.replace(".", "_")) for f in fields]
     return [{n: _value(n, v) for n, v in zip(names, row, strict=False)} for row in rows]
 
@@ -56,7 +67,7 @@ def parse_nvidia_topo(text: str) -> dict[str, Any]:
     type such as PIX, PXB, PHB, NODE, SYS, NV18), ``affinity`` (GPU -> cpus / numa) and ``nics``
     (NIC0 -> mlx5_0).
     """
-    lines = strip_ansi(text).splitlines()
+    lines = clean_text(text).splitlines()
     nics: dict[str, str] = {}
     for line in lines:
         m = re.match(r"^\s*(NIC\d+):\s*(\S+)\s*$", line)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from benchharness.telemetry.parsers._common import PCIE_GEN_BY_GTS, pcie_speed_gts
+from benchharness.telemetry.parsers._common import PCIE_GEN_BY_GTS, clean_text, pcie_speed_gts
 
 _HEADER = re.compile(r"^((?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+(.+?):\s+(.*)$")
 _SPEED = re.compile(r"Speed\s+([0-9.]+GT/s|unknown)(?:\s*\(([^)]*)\))?", re.IGNORECASE)
@@ -27,7 +27,7 @@ def _link(line: str) -> dict[str, Any]:
     return out
 
 
-def parse_device(address: str, desc: tuple[str, str], body: list[str]) -> dict[str, Any]:
+def parse_device(address: str | None, desc: tuple[str | None, str | None], body: list[str]) -> dict[str, Any]:
     """One device block of ``lspci -vvv`` (header already split off)."""
     dev: dict[str, Any] = {"address": address, "class": desc[0], "name": desc[1]}
     text = "\n".join(body)
@@ -38,8 +38,8 @@ def parse_device(address: str, desc: tuple[str, str], body: list[str]) -> dict[s
     m = re.search(r"MaxPayload (\d+) bytes, MaxReadReq (\d+) bytes", text)
     dev["max_payload_bytes"] = int(m.group(1)) if m else None
     dev["max_read_req_bytes"] = int(m.group(2)) if m else None
-    cap = re.search(r"LnkCap:\s*(.*)", text)
-    sta = re.search(r"LnkSta:\s*(.*)", text)
+    cap = re.search(r"\bLnkCap:\s*(.*)", text)
+    sta = re.search(r"\bLnkSta:\s*(.*)", text)
     dev["link_cap"] = _link(cap.group(1)) if cap else None
     dev["link_sta"] = _link(sta.group(1)) if sta else None
     dev["downgraded"] = _downgraded(dev["link_cap"], dev["link_sta"])
@@ -47,22 +47,51 @@ def parse_device(address: str, desc: tuple[str, str], body: list[str]) -> dict[s
 
 
 def _downgraded(cap: dict[str, Any] | None, sta: dict[str, Any] | None) -> bool | None:
-    if not cap or not sta:
+    """lspci's own ``(downgraded)``/``(ok)`` notes when it printed them, else LnkSta below LnkCap."""
+    if not sta:
         return None
-    if any("downgraded" in n for n in sta.get("notes", [])):
+    notes = sta.get("notes", [])
+    if any("downgraded" in n for n in notes):
         return True
     below = [
-        sta[k] < cap[k] for k in ("speed_gts", "width") if sta.get(k) is not None and cap.get(k) is not None
+        sta[k] < cap[k] for k in ("speed_gts", "width")
+        if cap and sta.get(k) is not None and cap.get(k) is not None
     ]
-    return any(below) if below else None
+    if below:
+        return any(below)
+    # pciutils >= 3.11 marks a link at full capability "(ok)" on both figures.
+    return False if len(notes) == 2 and all(n == "ok" for n in notes) else None
+
+
+def _headerless(lines: list[str]) -> list[dict[str, Any]]:
+    """``lspci -vvv | grep 'LnkCap\\|LnkSta'`` output: one device per LnkCap/LnkSta pair, no address."""
+    groups: list[list[str]] = []
+    seen: set[str] = set()
+    for line in lines:
+        kind = "cap" if re.search(r"\bLnkCap:", line) else "sta" if re.search(r"\bLnkSta:", line) else None
+        if kind and (not groups or kind in seen or (kind == "cap" and "sta" in seen)):
+            groups.append([])
+            seen = set()
+        if kind:
+            seen.add(kind)
+        if groups:
+            groups[-1].append(line)
+    return [parse_device(None, (None, None), body) for body in groups]
 
 
 def parse_lspci(text: str) -> list[dict[str, Any]]:
-    """Every device in ``lspci -vvv`` output, with ``link_cap``/``link_sta`` and ``downgraded``."""
+    """Every device in ``lspci -vvv`` output, with ``link_cap``/``link_sta`` and ``downgraded``.
+
+    Output grepped down to its LnkCap/LnkSta lines (no device headers) gives one device per pair
+    with ``address`` None.
+    """
     devices: list[dict[str, Any]] = []
     current: tuple[str, tuple[str, str]] | None = None
     body: list[str] = []
-    for line in text.splitlines():
+    lines = clean_text(text).splitlines()
+    if not any(_HEADER.match(ln) and not ln[:1].isspace() for ln in lines):
+        return _headerless(lines)
+    for line in lines:
         m = _HEADER.match(line)
         if m and not line[:1].isspace():
             if current:

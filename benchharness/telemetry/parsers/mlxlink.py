@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from benchharness.telemetry.parsers._common import snake, strip_ansi, to_float, to_int
+from benchharness.telemetry.parsers._common import clean_text, snake, to_float, to_int
 
 
 def _values_and_range(value: str) -> tuple[list[float | None], list[float] | None]:
@@ -19,13 +19,14 @@ def parse_mlxlink(text: str) -> dict[str, Any]:
     """Sections as ``sections[name][key]`` plus the figures a report needs at the top level."""
     sections: dict[str, dict[str, str]] = {}
     current = "General"
-    lines = strip_ansi(text).splitlines()
+    lines = clean_text(text).splitlines()
     for i, line in enumerate(lines):
         nxt = lines[i + 1] if i + 1 < len(lines) else ""
         if line.strip() and re.fullmatch(r"-{3,}", nxt.strip()):
             current = line.strip()
             continue
-        key, sep, value = line.partition(" : ") if " : " in line else line.partition(":")
+        # mlxlink pads every key and separates it from the value with " : "
+        key, sep, value = line.rstrip().partition(" : ") if " : " in line else line.rstrip().partition(" :")
         if sep and key.strip() and not re.fullmatch(r"-{3,}", line.strip()):
             sections.setdefault(current, {})[key.strip()] = value.strip()
 

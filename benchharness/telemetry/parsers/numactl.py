@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from benchharness.telemetry.parsers._common import clean_text
+
 
 def parse_numactl(text: str) -> dict[str, Any]:
     """Nodes (a node without CPUs, e.g. CXL or HBM memory, has ``cpus: []``) and ``distances``."""
@@ -13,7 +15,7 @@ def parse_numactl(text: str) -> dict[str, Any]:
     header: list[int] = []
     in_distances = False
     available = None
-    for line in text.splitlines():
+    for line in clean_text(text).splitlines():
         m = re.match(r"^available:\s*(\d+) nodes", line)
         if m:
             available = int(m.group(1))

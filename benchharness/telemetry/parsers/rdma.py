@@ -6,7 +6,7 @@ import json
 import re
 from typing import Any
 
-from benchharness.telemetry.parsers._common import to_float, to_int
+from benchharness.telemetry.parsers._common import clean_text, to_float, to_int
 
 
 def parse_ibstat(text: str) -> list[dict[str, Any]]:
@@ -14,7 +14,7 @@ def parse_ibstat(text: str) -> list[dict[str, Any]]:
     cas: list[dict[str, Any]] = []
     ca: dict[str, Any] | None = None
     port: dict[str, Any] | None = None
-    for line in text.splitlines():
+    for line in clean_text(text).splitlines():
         m = re.match(r"^CA '([^']+)'", line)
         if m:
             ca = {"device": m.group(1), "ports": []}
@@ -56,7 +56,7 @@ def parse_ibv_devinfo(text: str) -> list[dict[str, Any]]:
     devices: list[dict[str, Any]] = []
     dev: dict[str, Any] | None = None
     port: dict[str, Any] | None = None
-    for line in text.splitlines():
+    for line in clean_text(text).splitlines():
         m = re.match(r"^hca_id:\s*(\S+)", line)
         if m:
             dev = {"device": m.group(1), "ports": []}
@@ -64,7 +64,12 @@ def parse_ibv_devinfo(text: str) -> list[dict[str, Any]]:
             port = None
             continue
         if dev is None:
-            continue
+            # Port lines grepped out of ``ibv_devinfo -v`` (no hca_id, no port number).
+            if not re.match(r"^\s*(state|phys_state|active_width|active_speed|active_mtu|link_layer):", line):
+                continue
+            port = {"port": None, "gids": []}
+            dev = {"device": None, "ports": [port]}
+            devices.append(dev)
         m = re.match(r"^\s+port:\s*(\d+)", line)
         if m:
             port = {"port": int(m.group(1)), "gids": []}
@@ -115,25 +120,48 @@ def _rdma_entry(fields: dict[str, Any]) -> dict[str, Any]:
 _LINK_ATTRS = ("lid", "sm_lid", "lmc", "port")
 
 
-def parse_rdma(text: str) -> dict[str, Any]:
-    """``rdma link [-j]`` and ``rdma stat [show] [-j]``: ``ports`` with state/netdev and/or counters."""
-    text = text.strip()
-    ports: list[dict[str, Any]] = []
-    if text.startswith("[") or text.startswith("{"):
+def _rdma_json(text: str) -> list[dict[str, Any]] | None:
+    if not text.startswith(("[", "{")):
+        return None
+    try:
         data = json.loads(text)
-        for item in data if isinstance(data, list) else [data]:
-            ports.append(_rdma_entry(dict(item)))
-        return {"ports": ports}
+    except json.JSONDecodeError:
+        return None
+    return [_rdma_entry(dict(item)) for item in (data if isinstance(data, list) else [data])]
+
+
+def _link_fields(tokens: list[str]) -> dict[str, Any] | None:
+    """``[link] DEV/PORT[:] key value ...`` or iproute2 4.x ``IDX/PORT: DEV/PORT: key value ...``."""
+    if not tokens or not (tokens[0] == "link" or re.fullmatch(r"\d+/\d+:", tokens[0])):
+        return None
+    tokens = tokens[1:]
+    m = re.fullmatch(r"(\S+)/(\d+):?", tokens[0]) if tokens else None
+    if not m:
+        return None
+    fields: dict[str, Any] = {"ifname": m.group(1), "port": m.group(2)}
+    rest = tokens[1:]
+    for key, value in zip(rest[0::2], rest[1::2], strict=False):
+        numeric = re.fullmatch(r"\d+", value) and key not in _LINK_ATTRS
+        fields[key] = int(value) if numeric else value
+    return fields
+
+
+def parse_rdma(text: str) -> dict[str, Any]:
+    """``rdma link [-j]`` and ``rdma stat [show] [-j|-p]``: ``ports`` with state/netdev and/or counters."""
+    text = clean_text(text).strip()
+    from_json = _rdma_json(text)
+    if from_json is not None:
+        return {"ports": from_json}
+    found: list[dict[str, Any]] = []
     for line in text.splitlines():
         tokens = line.split()
-        if len(tokens) < 2 or tokens[0] != "link":
-            continue
-        dev, _, port = tokens[1].partition("/")
-        fields: dict[str, Any] = {"ifname": dev, "port": port}
-        rest = tokens[2:]
-        for key, value in zip(rest[0::2], rest[1::2], strict=False):
-            numeric = re.fullmatch(r"\d+", value) and key not in _LINK_ATTRS
-            fields[key] = int(value) if numeric else value
+        fields = _link_fields(tokens)
+        if fields is not None:
+            found.append(fields)
+        elif found and line[:1].isspace() and len(tokens) == 2 and re.fullmatch(r"\d+", tokens[1]):
+            found[-1][tokens[0]] = int(tokens[1])  # ``rdma stat show -p``: one counter a line
+    ports = []
+    for fields in found:
         entry = _rdma_entry(fields)
         for key in ("lid", "sm_lid", "lmc"):
             if key in entry:
@@ -152,7 +180,7 @@ _IBDEV = re.compile(
 def parse_ibdev2netdev(text: str) -> list[dict[str, Any]]:
     """``ibdev2netdev [-v]``: RDMA device/port to netdev, with PCI address, firmware and states."""
     out: list[dict[str, Any]] = []
-    for line in text.splitlines():
+    for line in clean_text(text).splitlines():
         m = _IBDEV.match(line.strip())
         if not m:
             continue
