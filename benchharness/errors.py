@@ -6,6 +6,7 @@ EXIT_OK = 0
 EXIT_VERDICT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_STEPS_FAILED = 3
+EXIT_STORAGE = 4
 EXIT_INTERRUPTED = 130
 
 
@@ -43,13 +44,18 @@ class LabError(BenchError):
 
 
 class TransportError(BenchError):
-    """A host could not be reached, authenticated or verified, or a command could not be started."""
+    """A host could not be reached, authenticated or verified, or a command could not be started.
+
+    `kind` tells these apart: ``unreachable``, ``auth_failed``, ``host_key_changed``,
+    ``host_key_unknown``.
+    """
 
     exit_code = EXIT_STEPS_FAILED
 
-    def __init__(self, host: str, message: str) -> None:
+    def __init__(self, host: str, message: str, kind: str = "unreachable") -> None:
         super().__init__(f"{host}: {message}")
         self.host = host
+        self.kind = kind
 
 
 class ToolFailure(BenchError):
@@ -64,6 +70,12 @@ class ToolFailure(BenchError):
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
         self.kind = kind
+
+
+class StorageError(BenchError):
+    """Results could not be written (disk full, read-only, no permission); what was written is intact."""
+
+    exit_code = EXIT_STORAGE
 
 
 class StepsFailed(BenchError):

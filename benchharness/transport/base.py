@@ -20,6 +20,16 @@ PGID_MARKER = "BENCH_PGID="
 # sh prints its own pid (= the new process group id, since setsid made it a leader) on stderr,
 # then replaces itself with the tool.
 _WRAPPER = 'echo "' + PGID_MARKER + '$$" >&2; exec "$@"'
+# What `setsid -w` says when its child died by a signal; it then exits with the raw wait status
+# (the signal number, +128 with a core dump) instead of a shell's 128 + signal.
+_SETSID_SIGNALLED = re.compile(r"^setsid: child \d+ did not exit normally.*(?:\n|$)", re.M)
+
+
+def shell_exit_code(rc: int, stderr: str) -> int:
+    """``rc`` of a wrapped command in the shell's convention: 128 + N when signal N killed it."""
+    if rc > 0 and _SETSID_SIGNALLED.search(stderr):
+        return 128 + (rc & 0x7F)
+    return rc
 
 
 def wrap_command(argv: Sequence[str], env: Mapping[str, str] | None = None,
@@ -87,8 +97,9 @@ class Process(ABC):
     @property
     def stderr(self) -> str:
         """Standard error without the harness's own process-group line."""
-        return "".join(line for line in self.err.text().splitlines(keepends=True)
+        text = "".join(line for line in self.err.text().splitlines(keepends=True)
                        if not line.startswith(PGID_MARKER))
+        return _SETSID_SIGNALLED.sub("", text)
 
     def pgid(self, timeout: float = 5.0) -> int | None:
         """Process group of the remote command, as it reported it."""

@@ -6,16 +6,18 @@ else the user's own); an unknown or changed key is refused, never silently accep
 
 from __future__ import annotations
 
+import copy
 import getpass
 import posixpath
 import socket
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from benchharness.errors import ToolFailure, TransportError
 from benchharness.model import Host
-from benchharness.transport.base import OutputBuffer, Process, Transport, wrap_command
+from benchharness.transport.base import OutputBuffer, Process, Transport, shell_exit_code, wrap_command
 
 if TYPE_CHECKING:
     import paramiko
@@ -41,6 +43,19 @@ def _split_jump(spec: str, default_user: str | None) -> tuple[str | None, str, i
     return user, host, port
 
 
+def ssh_error_kind(exc: BaseException) -> str:
+    """Failure kind of a connection error: auth_failed, host_key_changed, host_key_unknown or unreachable."""
+    import paramiko
+
+    if isinstance(exc, paramiko.BadHostKeyException):
+        return "host_key_changed"
+    if isinstance(exc, paramiko.AuthenticationException):
+        return "auth_failed"
+    if isinstance(exc, paramiko.SSHException) and "not found in known_hosts" in str(exc):
+        return "host_key_unknown"
+    return "unreachable"
+
+
 def describe_ssh_error(exc: BaseException, host: Host) -> str:
     """One line that says what went wrong connecting to ``host`` and what to do."""
     import paramiko
@@ -62,6 +77,18 @@ def describe_ssh_error(exc: BaseException, host: Host) -> str:
     if isinstance(exc, OSError):
         return f"unreachable: {where}: {exc.strerror or exc}"
     return f"ssh to {where} failed: {exc}"
+
+
+def _ansible_timeout(host: Host) -> float | None:
+    """Ansible's connection timeout of the host (``ansible_timeout``, ``ansible_ssh_timeout``), if set."""
+    for name in ("ansible_ssh_timeout", "ansible_timeout"):
+        try:
+            value = float(host.var(name))
+        except (TypeError, ValueError):
+            continue
+        if value > 0:
+            return value
+    return None
 
 
 class SSHProcess(Process):
@@ -94,19 +121,22 @@ class SSHProcess(Process):
 
     def poll(self) -> int | None:
         if self._chan.exit_status_ready():
-            return self._chan.recv_exit_status()
+            return self.wait(0)
         if self._chan.closed:
             return -1
         return None
 
     def wait(self, timeout: float | None = None) -> int | None:
-        if not self._chan.status_event.wait(timeout):
-            if self._chan.closed:
-                return -1
-            return None
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self._chan.status_event.wait(0.5 if deadline is None else
+                                               max(0.0, min(0.5, deadline - time.monotonic()))):
+            if self._chan.closed or self._transport.lost is not None:
+                return -1  # nothing more will come from this channel
+            if deadline is not None and time.monotonic() >= deadline:
+                return None
         for reader in self._readers:
             reader.join(2.0)
-        return self._chan.recv_exit_status()
+        return shell_exit_code(self._chan.recv_exit_status(), self.err.text())
 
     def stop(self, grace_s: float = 2.0) -> None:
         pgid = self.pgid(timeout=0.5)
@@ -120,11 +150,13 @@ class SSHProcess(Process):
 class SSHTransport(Transport):
     """Runs commands on a host over SSH; connects lazily and reconnects once if the link drops."""
 
-    def __init__(self, host: Host, connect_timeout: float = CONNECT_TIMEOUT_S) -> None:
+    def __init__(self, host: Host, connect_timeout: float | None = None) -> None:
         super().__init__(host)
-        self.connect_timeout = connect_timeout
+        self.connect_timeout = connect_timeout or _ansible_timeout(host) or CONNECT_TIMEOUT_S
         self._conn: Connection | None = None
         self._lock = threading.Lock()
+        #: Set when a process could not be stopped because the host stopped answering.
+        self.lost: TransportError | None = None
 
     def _make_connection(self, host: str, port: int, user: str | None, gateway: Any) -> Connection:
         import paramiko
@@ -166,7 +198,8 @@ class SSHTransport(Transport):
             try:
                 conn.open()
             except Exception as exc:
-                raise TransportError(self.host.name, describe_ssh_error(exc, self.host)) from exc
+                raise TransportError(self.host.name, describe_ssh_error(exc, self.host),
+                                     kind=ssh_error_kind(exc)) from exc
             transport = conn.client.get_transport()
             if transport is not None:
                 transport.set_keepalive(15)
@@ -174,6 +207,15 @@ class SSHTransport(Transport):
             return conn
 
     def _channel(self) -> paramiko.Channel:
+        if self.lost is not None:  # once it stopped answering, fail at once instead of waiting again
+            raise copy.copy(self.lost)
+        try:
+            return self._open_channel()
+        except TransportError as exc:
+            self.lost = exc
+            raise
+
+    def _open_channel(self) -> paramiko.Channel:
         for attempt in (1, 2):
             conn = self.connection()
             transport = conn.client.get_transport()
@@ -209,7 +251,10 @@ class SSHTransport(Transport):
             chan.exec_command(script)
             chan.status_event.wait(grace_s + 10)
             chan.close()
-        except (TransportError, OSError):
+        except TransportError as exc:
+            # The host-side `timeout` of wrap_command still ends the group there.
+            self.lost = exc
+        except OSError:
             pass
 
     def put(self, local_path: str, remote_path: str) -> None:
