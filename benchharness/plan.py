@@ -18,6 +18,7 @@ from typing import Any, NoReturn, Protocol
 from benchharness import schedule, tools
 from benchharness.errors import ConfigError, UsageError
 from benchharness.model import Host, Step
+from benchharness.store import redact_argv, redact_env
 from benchharness.suites import CMDLINE, SIZE_PARAMS, Suite, TestSpec, expand_cases
 from benchharness.units import parse_size
 
@@ -109,11 +110,11 @@ def describe_plan(plan: Plan) -> str:
                 lines.append(f"    !! cannot build its commands: {exc}")
                 continue
             for cmd in commands:
-                env = [f"{k}={v}" for k, v in cmd.env.items()]
+                env = [f"{k}={v}" for k, v in redact_env(cmd.env).items()]
                 mode = "bg" if cmd.background else "fg"
                 delay = f"  after={cmd.start_delay_s:g}s" if cmd.start_delay_s else ""
                 lines.append(f"    {cmd.host.name}  {cmd.role} {mode}  port={_command_port(cmd.argv, step.port, reserved) or ports}"
-                             f"{delay}  {shlex.join([*env, *cmd.argv])}")
+                             f"{delay}  {shlex.join([*env, *redact_argv(cmd.argv)])}")
     if suite.settings.get("isolate") and any(s.pattern == "all-pairs" for s in plan.steps):
         from benchharness.isolation import settings_of
 

@@ -394,3 +394,16 @@ def test_all_to_all_on_one_host_gives_loopback_flows() -> None:
     step = Step(id="s", test="t", tool="iperf3", params=dict(ADAPTER.params), hosts=(h, h), pattern="all-to-all",
                 port=5201)
     assert len([c for c in ADAPTER.commands(step) if c.role == "client"]) == 2
+
+
+def test_iperf3_bin_host_variable_and_one_line_errors() -> None:
+    server = Host("h1", "198.18.0.11", vars={"iperf3_bin": "/opt/iperf/bin/iperf3"})
+    client = Host("h2", "198.18.0.12")
+    step = Step(id="s", test="t", tool="iperf3", params=dict(ADAPTER.params), hosts=(server, client), port=5201)
+    argv = {c.role: c.argv[0] for c in ADAPTER.commands(step)}
+    assert argv == {"server": "/opt/iperf/bin/iperf3", "client": "iperf3"}
+    usage = "iperf3: option requires an argument -- 'x'\n" + "\n".join(f"  -{c}  usage line" for c in "abcdefgh")
+    cmd = next(c for c in ADAPTER.commands(step) if c.role == "client")
+    with pytest.raises(ToolFailure) as info:
+        ADAPTER.parse_step(step, [CommandResult(cmd, 1, "", usage, 0.0, 1.0)])
+    assert "option requires an argument" in info.value.message and "usage line" not in info.value.message

@@ -35,7 +35,7 @@ class EchoTool:
 
     def commands(self, step: Step) -> list[Command]:
         p = step.params
-        server_script = "echo listening; sleep 60" if p.get("server_ready", True) else "echo broken >&2; exit 1"
+        server_script = "echo listening; sleep 59.7" if p.get("server_ready", True) else "echo broken >&2; exit 1"
         client_script = f"sleep {p.get('client_sleep', 0)}; echo value={p.get('value', 1)}"
         if p.get("fail") == "crash":
             client_script = "echo 'Segmentation fault' >&2; exit 139"
@@ -122,7 +122,7 @@ def test_sigterm_stops_every_process_and_keeps_what_was_measured(tmp_path) -> No
     if threading.current_thread() is not threading.main_thread():
         pytest.skip("signals need the main thread")
     run = RunDir.create(tmp_path / "run")
-    plan = FakePlan([[step(1, value=1)], [step(2, 1, client_sleep=30)]])
+    plan = FakePlan([[step(1, value=1)], [step(2, 1, client_sleep=29.7)]])
     runner = Runner(plan, run)
     timer = threading.Timer(1.5, lambda: os.kill(os.getpid(), signal.SIGTERM))
     timer.start()
@@ -132,7 +132,8 @@ def test_sigterm_stops_every_process_and_keeps_what_was_measured(tmp_path) -> No
     assert result.interrupted
     assert time.monotonic() - started < 10
     assert [s["value_us"] for s in run.samples()] == [1.0]
-    # Nothing this run started is alive: no "sleep 60" server and no "sleep 30" client.
-    out = os.popen("ps -eo pid,ppid,stat,args | grep -E 'sleep (60|30)' | grep -v grep").read()
+    # Nothing this run started is alive: no "sleep 59.7" server and no "sleep 29.7" client
+    # (durations no other test uses, so concurrent tests cannot trip this check).
+    out = os.popen("ps -eo pid,ppid,stat,args | grep -E 'sleep (59.7|29.7)' | grep -v grep").read()
     assert all(" Z" in line or "<defunct>" in line for line in out.splitlines()), out
     assert sys.exc_info() == (None, None, None)

@@ -167,14 +167,14 @@ class Iperf3Adapter:
         return p
 
     def _server(self, host: Host, port: int, p: Mapping[str, Any]) -> Command:
-        argv = ["iperf3", "-s", "-p", str(port), "-1", "-B", host.traffic_ip, "--forceflush"]
+        argv = [_binary(host), "-s", "-p", str(port), "-1", "-B", host.traffic_ip, "--forceflush"]
         return Command(host=host, role="server", argv=tuple(argv), background=True,
                        ready_pattern=SERVER_READY, timeout_s=_client_timeout(p) + TIMEOUT_MARGIN_S,
                        label=f"server-{host.name}-{port}")
 
     def _client(self, src: Host, dst: Host, port: int, p: Mapping[str, Any], label: str,
                 delay: float = 0.0) -> Command:
-        argv = ["iperf3", "-c", dst.traffic_ip, "-p", str(port), "-J",
+        argv = [_binary(src), "-c", dst.traffic_ip, "-p", str(port), "-J",
                 "-t", str(int(p["duration"])), "-i", _num(p["interval"])]
         if src.data_ip and src.data_ip != dst.traffic_ip:
             argv += ["-B", src.data_ip]  # leave through the data NIC, not the management one
@@ -238,7 +238,7 @@ class Iperf3Adapter:
 def parse_client_result(result: CommandResult) -> list[Record]:
     """Records from one client's CommandResult; ToolFailure when it produced nothing usable."""
     if not result.stdout.strip():
-        stderr = result.stderr.strip()
+        stderr = _telling_line(result.stderr)
         if result.rc == 127 or "not found" in stderr.lower():
             raise ToolFailure("tool_missing", f"iperf3 is not installed or not on PATH: {stderr or 'rc 127'}")
         if result.timed_out:
@@ -325,6 +325,20 @@ def _bitrate_arg(value: Any) -> str:
     if burst and (not burst.isdigit() or int(burst) <= 0):
         raise ValueError(f"burst {burst!r} must be a whole number of packets > 0")
     return f"{int(rate)}/{int(burst)}" if burst else str(int(rate))
+
+
+def _binary(host: Host) -> str:
+    """The iperf3 to run on ``host``: inventory variable ``iperf3_bin``, else iperf3 on PATH."""
+    return str(host.var("iperf3_bin") or "iperf3")
+
+
+def _telling_line(stderr: str) -> str:
+    """The line of iperf3's stderr that says what went wrong, not its whole usage text."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    for line in lines:
+        if line.startswith("iperf3: ") or "error" in line.lower() or "not found" in line.lower():
+            return line
+    return lines[0] if lines else ""
 
 
 def _extra_args(value: Any) -> list[str]:
