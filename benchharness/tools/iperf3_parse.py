@@ -25,6 +25,7 @@ from typing import Any
 
 from benchharness.errors import ToolFailure
 from benchharness.model import Record
+from benchharness.tools.textclean import clean
 
 # (pattern in iperf3's error text, kind). First match wins.
 _ERROR_KINDS: tuple[tuple[str, str], ...] = (
@@ -78,7 +79,14 @@ def parse_output(text: str) -> list[Record]:
     With several documents each record also carries ``doc`` (0-based). Raises ToolFailure
     when any document reports an error other than an interruption.
     """
-    docs = split_documents(text)
+    try:
+        docs = split_documents(text)
+    except ToolFailure:
+        # a logger or terminal may have prefixed every line (timestamps, colours): strip and retry
+        cleaned = clean(text)
+        if cleaned == text:
+            raise
+        docs = split_documents(cleaned)
     out: list[Record] = []
     for index, doc in enumerate(docs):
         try:

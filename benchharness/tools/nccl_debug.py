@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from benchharness.tools.textclean import clean
+
 _TAG = re.compile(r"\[\d+,\d+\]<(?:stdout|stderr|stddiag)>:")
 _VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+\S*)")
 _RCCL_VERSION = re.compile(r"RCCL version[ :]*(\d+\.\d+\.\d+\S*)")
@@ -25,7 +27,9 @@ _SOCKET_USING = re.compile(r"NCCL INFO NET/Socket\s*: Using (.*)$")
 _SOCKET_DEVICE = re.compile(r"\[(\d+)\]([^:\s\[\]]+):([^<\s]+)<\d+>")
 _IB_ATTEMPT = re.compile(r"NET/IB\s*: No device found|NET/IB\s*: Unable to open|Failed to open libibverbs"
                          r"|NET/IB\s*:.*(?:error|failed)|NCCL_IB_HCA set")
-_CHANNEL_NET = re.compile(r"NCCL INFO Channel \d+(?:/\d+)? : .* via NET/([^/]+)/(\d+)(/GDRDMA)?")
+# "via NET/IB/0/GDRDMA", "[send] via NET/IB/0(1)/GDRDMA/Shared" (PXN proxy rank in brackets),
+# "via NET/NCCL RDMA Plugin v6/0/GDRDMA" (plugin names may hold spaces), "via NET/Socket/1"
+_CHANNEL_NET = re.compile(r"NCCL INFO Channel \d+(?:/\d+)? : .* via NET/([^/]+)/(\d+)(?:\(\d+\))?(/GDRDMA)?")
 _CHANNEL_RING = re.compile(r"NCCL INFO Channel (\d+)(?:/(\d+))? :(?:\s+\d+)+\s*$")
 _COLL_CHANNELS = re.compile(r"NCCL INFO (\d+) coll channels")
 _WARN = re.compile(r"NCCL WARN (.*?)\s*$")
@@ -58,7 +62,7 @@ def parse_nccl_debug(text: str) -> dict[str, Any]:
     ring_channels: set[int] = set()
     ring_total: int | None = None
     coll_channels: int | None = None
-    for line in _TAG.sub("", text).splitlines():
+    for line in _TAG.sub("", clean(text)).splitlines():
         if version is None and (m := _VERSION.search(line) or _RCCL_VERSION.search(line)):
             version = m.group(1)
         if "NCCL" not in line:

@@ -21,6 +21,7 @@ from typing import Any
 
 from benchharness.errors import ToolFailure
 from benchharness.model import Record
+from benchharness.tools.textclean import clean
 
 _TAG = re.compile(r"\[\d+,\d+\]<(?:stdout|stderr|stddiag)>:")
 # An NCCL log line ("host:pid:tid [dev] NCCL INFO ...") may start in the middle of a table row
@@ -112,7 +113,7 @@ def check_failures(text: str) -> None:
 
 def parse_nccl_tests(text: str, collective: str | None = None) -> NcclRun:
     """Parse any nccl-tests/rccl-tests output (table, ``-J`` JSON, rccl CSV/JSON); raise ToolFailure."""
-    text = strip_tags(text)
+    text = strip_tags(clean(text))
     stripped = text.lstrip()
     if stripped.startswith(("{", "[")):
         run = _parse_json(stripped, collective)

@@ -21,6 +21,7 @@ from typing import Any
 
 from benchharness.errors import ToolFailure
 from benchharness.model import Record
+from benchharness.tools.textclean import clean
 
 MIB = 1 << 20
 #: Line the adapter's client wrapper prints before the ``--out_json`` file it appends to stdout.
@@ -48,9 +49,13 @@ _ERRORS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("no_device", r"Did not detect devices"),
         ("listen_failed", r"Couldn't listen to port"),
         ("connect_failed", r"Couldn't connect to \S+|Unable to open file descriptor for socket "
-                           r"connection|Unable to init the socket connection"),
+                           r"connection|Received \d+ times ADDR_ERROR|rdma_(?:bind_addr|resolve_addr|connect)"
+                           r" failed|Unexpected CM event|Unable to perform rdma_client function"
+                           r"|Unable to init the socket connection"),
         ("modify_qp_failed", r"Failed to modify QP\b.*\bto (?:RTR|RTS|INIT)"),
         ("create_qp_failed", r"Couldn't create (?:rdma (?:new |old )?)?QP|Unable to create QP"),
+        ("completion_error", r"Failed status \d+: wr_id"),
+        ("completion_error", r"Completion with error at (?:client|server)"),
     ))
 _HINTS = {
     "tool_missing": "install perftest (and numactl) on the host",
@@ -60,6 +65,7 @@ _HINTS = {
     "connect_failed": "check that the server started and that data_ip is reachable",
     "modify_qp_failed": "check gid_index, MTU and the fabric link (ibv_devinfo -v)",
     "create_qp_failed": "check device resources and memlock limits (ulimit -l)",
+    "completion_error": "a work request failed on the fabric: check MTU, gid_index and both ends' options",
 }
 
 # Header fact → flat record field and converter.
@@ -311,7 +317,7 @@ def numa_node(stderr: str) -> int | None:
 
 def classify_error(text: str, rc: int | None = None) -> ToolFailure | None:
     """The ToolFailure an output shows (quoting the tool's line), or None when none is known."""
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    lines = [ln.strip() for ln in clean(text).splitlines() if ln.strip()]
     for kind, pattern in _ERRORS:
         for line in lines:
             if pattern.search(line):
@@ -323,7 +329,7 @@ def classify_error(text: str, rc: int | None = None) -> ToolFailure | None:
 
 def no_result(text: str, rc: int | None = None) -> ToolFailure:
     """The ToolFailure for an output with no result table and no known error: its last lines."""
-    lines = [ln.strip() for ln in text.splitlines()
+    lines = [ln.strip() for ln in clean(text).splitlines()
              if ln.strip() and not ln.startswith(NUMA_MARKER) and not _DASHES_RE.match(ln)]
     tail = " | ".join(lines[-3:]) if lines else "(no output)"
     code = "" if rc is None else f", exit code {rc}"
@@ -337,7 +343,8 @@ def parse_output(stdout: str, stderr: str = "", rc: int | None = None,
     Raises ToolFailure when the output holds no result row. A valid ``--out_json`` file is used
     when it covers every stdout row (it holds one size only, so ``-a`` sweeps come from stdout).
     """
-    out, json_text = split_json(stdout)
+    out, json_text = split_json(clean(stdout))
+    stderr = clean(stderr)
     rows = parse_tables(out)
     unit = bw_unit(out) or (None if gbits is None else ("Gb/sec" if gbits else "MiB/sec"))
     from_json = parse_out_json(json_text, unit) if json_text else None

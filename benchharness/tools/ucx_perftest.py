@@ -22,6 +22,7 @@ from typing import Any
 
 from benchharness.errors import ToolFailure
 from benchharness.model import Command, CommandResult, Host, Record, Step
+from benchharness.tools.textclean import clean
 from benchharness.units import parse_duration, parse_size
 
 MIB = 1 << 20
@@ -65,6 +66,7 @@ def parse_output(text: str, pingpong: bool | None = None) -> list[Record]:
     overhead for streaming ones (``overhead_*``); ``pingpong`` says which when the caller knows
     the test, else the column title does (releases before 1.10 title both "latency").
     """
+    text = clean(text)
     lines = text.splitlines()
     header = next((ln for ln in lines if "# iterations" in ln), None)
     rows: list[tuple[str, list[float]]] = []
@@ -104,7 +106,7 @@ def parse_output(text: str, pingpong: bool | None = None) -> list[Record]:
 
 def classify_error(text: str, rc: int | None = None) -> ToolFailure | None:
     """The ToolFailure an output shows, quoting the tool's line; None when none is known."""
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    lines = [ln.strip() for ln in clean(text).splitlines() if ln.strip()]
     for kind, pattern in _ERRORS:
         for line in lines:
             if pattern.search(line):

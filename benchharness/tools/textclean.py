@@ -1,0 +1,53 @@
+"""Noise that tool outputs pick up between the tool and a saved file, removed before parsing.
+
+Outputs reach ``bench parse`` from CI logs, issue comments and terminals: CRLF line ends, bare
+CRs of progress lines, ANSI colour codes, logger timestamps and log-level tags, Open MPI
+``--tag-output`` markers, Slurm ``srun -l`` rank labels, ``kubectl logs --prefix`` pod names and
+Markdown ``>`` quotes at the start of lines. :func:`clean` strips those prefixes only: it never
+rewrites what follows them, so noise is never turned into a figure and a figure never into noise.
+"""
+
+from __future__ import annotations
+
+import re
+
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+_MPI_TAG = re.compile(r"\[\d+,\d+\]<(?:stdout|stderr|stddiag)>:")
+# One prefix each, tried in turn at the start of a line until none matches.
+_PREFIXES = tuple(re.compile(p) for p in (
+    # ISO-8601 / "YYYY-MM-DD HH:MM:SS,mmm" timestamps, optionally bracketed, with a level tag after
+    r"^\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\]?"
+    r"(?:\s+(?:TRACE|DEBUG|INFO|NOTICE|WARN(?:ING)?|ERROR|CRITICAL)\b[:|]?)?(?:\s|$)",
+    # syslog: "Mar  7 10:00:01 host prog[123]: "
+    r"^[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \S+ [^\s:]+(?:\[\d+\])?: ",
+    # bare clock times of loggers ("12:10:43 DEBUG| [stdout] ", "[10:00:01.123] ")
+    r"^\[?\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\]?(?:\s+(?:TRACE|DEBUG|INFO|WARN(?:ING)?|ERROR)\b[:|]?)?"
+    r"(?:\s+\[std(?:out|err)\])?(?:\s|$)",
+    r"^\[pod/[^\]\s]+\]\s",            # kubectl logs --prefix
+    r"^\s{0,3}\d{1,5}: (?=\s*\S)",      # srun -l / --label
+    r"^ ?>(?: |$)",                      # Markdown quote
+))
+# A CSV/JSON document starts its lines with these; srun-style "N: " there is data, not a label.
+_STRUCTURED = re.compile(r"^\s*[\[{\"]")
+
+
+def clean_line(line: str) -> str:
+    """``line`` without ANSI codes, trailing CR and the logger / launcher prefixes it starts with."""
+    line = _ANSI.sub("", line).rstrip("\r")
+    for _ in range(4):
+        before = line
+        line = _MPI_TAG.sub("", line, count=1) if line.lstrip().startswith("[") else line
+        for pattern in _PREFIXES:
+            if pattern.pattern.startswith(r"^\s{0,3}\d") and _STRUCTURED.match(line):
+                continue
+            line = pattern.sub("", line, count=1)
+        if line == before:
+            break
+    return line
+
+
+def clean(text: str) -> str:
+    """``text`` with every line cleaned (see :func:`clean_line`); CRLF and bare CR become LF."""
+    text = text.replace("\r\n", "\n")
+    text = re.sub(r"\r(?=[^\n])", "\n", text)
+    return "\n".join(clean_line(line) for line in text.split("\n"))
