@@ -91,3 +91,36 @@ def build_mpirun(hosts: Sequence[Host], slots: int | Sequence[int], program_argv
     for name, value in check_env(env or {}).items():
         argv += ["-x", f"{name}={value}"]
     return [*argv, *program_argv]
+
+
+def build_srun(nodes: Sequence[str], slots: int | Sequence[int], program_argv: Sequence[str],
+               env: Mapping[str, object] | None = None, *, mpi: str = "pmix",
+               if_include: str | None = None, mca: Mapping[str, str] | None = None,
+               extra: Sequence[str] = ()) -> tuple[list[str], dict[str, str]]:
+    """``srun`` argv and environment running ``program_argv`` with ``slots`` ranks on each Slurm node.
+
+    The Slurm form of :func:`build_mpirun`: Slurm starts the ranks (``--mpi=pmix`` wires them up,
+    no ``mpirun``, no SSH), and the MCA settings travel as ``OMPI_MCA_*`` variables in srun's own
+    environment, which srun exports to the tasks. Slurm places the same number of ranks on every
+    node, so the slot counts must agree.
+    """
+    if not nodes:
+        raise ValueError("srun needs at least one node")
+    if not program_argv:
+        raise ValueError("srun needs a program to run")
+    per_node = [slots] * len(nodes) if isinstance(slots, int) else list(slots)
+    if len(per_node) != len(nodes) or any(n < 1 for n in per_node):
+        raise ValueError("every node needs at least one slot")
+    if len(set(per_node)) != 1:
+        raise ValueError(f"srun places the same number of ranks on every node; got {per_node} "
+                         "(set procs_per_host, or give the hosts the same gpus)")
+    argv = ["srun", f"--nodelist={','.join(nodes)}", f"-N{len(nodes)}", f"--ntasks-per-node={per_node[0]}",
+            f"--mpi={mpi}", "--kill-on-bad-exit=1", "--overlap", *extra, "--", *program_argv]
+    settings: dict[str, str] = {"btl": "tcp,self"}
+    if if_include:
+        settings["btl_tcp_if_include"] = if_include
+        settings["oob_tcp_if_include"] = if_include
+    settings.update(mca or {})
+    out_env = {f"OMPI_MCA_{k}": str(v) for k, v in settings.items()}
+    out_env.update(check_env(env or {}))
+    return argv, out_env

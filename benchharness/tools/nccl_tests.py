@@ -15,7 +15,7 @@ from typing import Any
 
 from benchharness.errors import ConfigError, ToolFailure
 from benchharness.model import Command, CommandResult, Host, Record, Step
-from benchharness.tools.mpi_launch import build_mpirun, check_env, lab_cidr
+from benchharness.tools.mpi_launch import build_mpirun, build_srun, check_env, lab_cidr
 from benchharness.tools.nccl_debug import network_matches, parse_nccl_debug
 from benchharness.tools.nccl_parse import NcclRun, parse_nccl_tests
 from benchharness.units import parse_size
@@ -97,6 +97,8 @@ def _mpirun(step: Step, p: Mapping[str, Any], program: list[str], env: Mapping[s
             gpus: bool, uploads: tuple[tuple[str, str], ...] = ()) -> list[Command]:
     launcher = step.hosts[0]
     mca = launcher.var("mpi_mca") or {}
+    if launcher.var("bench_launcher") == "slurm":
+        return _srun(step, p, program, env, gpus, uploads, {str(k): str(v) for k, v in dict(mca).items()})
     argv = build_mpirun(step.hosts, _slots(step, p, gpus), program, env,
                         rsh_agent=launcher.var("mpi_rsh_agent"), if_include=_if_include(launcher),
                         allow_run_as_root=launcher.user in (None, "root") or bool(launcher.var("mpi_allow_root")),
@@ -104,6 +106,22 @@ def _mpirun(step: Step, p: Mapping[str, Any], program: list[str], env: Mapping[s
                         mpirun=str(launcher.var("mpirun", "mpirun")))
     return [Command(host=launcher, role="launcher", argv=tuple(argv), timeout_s=float(p["timeout"]),
                     label=f"mpirun-{launcher.name}", uploads=uploads)]
+
+
+def _srun(step: Step, p: Mapping[str, Any], program: list[str], env: Mapping[str, object], gpus: bool,
+          uploads: tuple[tuple[str, str], ...], mca: Mapping[str, str]) -> list[Command]:
+    """The Slurm form: one ``srun`` over the step's nodes, run by the controller (launcher=slurm)."""
+    from benchharness.transport.slurm import node_name, site_args
+
+    launcher = step.hosts[0]
+    try:
+        argv, srun_env = build_srun([node_name(h) for h in step.hosts], _slots(step, p, gpus), program, env,
+                                    mpi=str(launcher.var("slurm_mpi", "pmix")), if_include=_if_include(launcher),
+                                    mca=mca, extra=site_args(launcher))
+    except ValueError as exc:
+        raise ConfigError(f"step {step.id}: {exc}") from exc
+    return [Command(host=launcher, role="launcher", argv=tuple(argv), env=srun_env,
+                    timeout_s=float(p["timeout"]), label=f"srun-{launcher.name}", uploads=uploads)]
 
 
 def _tool_args(p: Mapping[str, Any], flags: Sequence[tuple[str, str]]) -> list[str]:
@@ -135,9 +153,9 @@ def _parse(step: Step, res: CommandResult, collective: str) -> NcclRun:
 
 def _finish(step: Step, res: CommandResult, records: list[Record], extra: Record) -> list[Record]:
     if res.timed_out:
-        raise ToolFailure("timeout", f"step {step.id}: mpirun ran past {res.command.timeout_s:.0f} s")
+        raise ToolFailure("timeout", f"step {step.id}: {res.command.argv[0]} ran past {res.command.timeout_s:.0f} s")
     if res.rc not in (0, None) and not res.stopped:
-        raise ToolFailure("crashed", f"step {step.id}: mpirun exited with status {res.rc}")
+        raise ToolFailure("crashed", f"step {step.id}: {res.command.argv[0]} exited with status {res.rc}")
     labels = step.sample_labels()
     nhosts = len(step.hosts)
     return [{**labels, **rec, **extra, "nhosts": nhosts} for rec in records]
