@@ -7,7 +7,8 @@ cd "$(dirname "$0")"
 packages=(
   python3 python3-venv python3-dev gcc iproute2 procps util-linux openssh-server openssh-client
   iperf3 perftest ucx-utils openmpi-bin libopenmpi-dev numactl pciutils ethtool
-  rdma-core ibverbs-utils python3-pyverbs infiniband-diags lm-sensors chromium chromium-driver
+  rdma-core ibverbs-utils python3-pyverbs infiniband-diags lm-sensors slurm-wlm munge
+  chromium chromium-driver
 )
 missing=()
 for p in "${packages[@]}"; do

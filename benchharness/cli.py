@@ -65,6 +65,9 @@ def cmd_plan(ns: argparse.Namespace) -> int:
     kv = parse_kv(ns.args)
     suite = load_suite(kv.pop("suite", "") or "quick", {k: v for k, v in kv.items() if k not in RUN_KEYS})
     inventory = load_inventory(kv["hosts"]) if kv.get("hosts") else local_inventory()
+    from benchharness.launchers import apply_launcher
+
+    apply_launcher(inventory, kv.get("launcher"))
     print(describe_plan(build_plan(suite, inventory.hosts, inventory=inventory)))
     return 0
 

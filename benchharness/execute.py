@@ -69,11 +69,9 @@ def run_suite(suite_ref: str, hosts_ref: str | None, overrides: Mapping[str, str
 
     suite = load_suite(suite_ref, overrides)
     inventory = load_inventory(hosts_ref) if hosts_ref else local_inventory()
-    from benchharness.launchers import launcher_name, make_launcher, with_launcher
+    from benchharness.launchers import apply_launcher, make_launcher
 
-    launcher = launcher_name(launcher, inventory.hosts)
-    if launcher != "ssh":  # adapters read bench_launcher (collectives: srun instead of mpirun)
-        inventory.hosts = with_launcher(inventory.hosts, launcher)
+    launcher = apply_launcher(inventory, launcher)
     plan = build_plan(suite, inventory.hosts, inventory=inventory)
     if not plan.steps:
         raise UsageError(f"suite {suite.name} has no steps for the hosts of "

@@ -297,6 +297,9 @@ def _sshd_config(hd: Path, address: str, authorized_keys: Path) -> str:
         "PermitRootLogin prohibit-password", "PasswordAuthentication no",
         "KbdInteractiveAuthentication no", "PubkeyAuthentication yes", "UsePAM no", "StrictModes no",
         "UseDNS no", "PrintMotd no", "X11Forwarding no", "MaxStartups 64:30:128", "MaxSessions 64",
+        # A lab host is a clean host: bash then skips the machine's ~/.bashrc for ssh commands
+        # (it sources it for sshd only at shell level 1), as a freshly installed node would.
+        "SetEnv SHLVL=1",
         "Subsystem sftp internal-sftp", ""])
 
 

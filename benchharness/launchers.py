@@ -49,6 +49,14 @@ def with_launcher(hosts: Sequence[Host], name: str) -> list[Host]:
             dataclasses.replace(h, vars={**dict(h.vars), HOST_VAR: name}) for h in hosts]
 
 
+def apply_launcher(inventory: Any, requested: str | None) -> str:
+    """Choose the run's launcher and tag the inventory's hosts with it; returns its name."""
+    name = launcher_name(requested, inventory.hosts)
+    if name != "ssh":  # adapters read bench_launcher (collectives: srun instead of mpirun)
+        inventory.hosts = with_launcher(inventory.hosts, name)
+    return name
+
+
 def make_launcher(name: str, hosts: Sequence[Host], env: dict[str, str] | None = None) -> Any:
     """The launcher object for ``name`` (None for ssh: the runner's default transports)."""
     if name == "ssh":

@@ -15,7 +15,7 @@ from dataclasses import asdict
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from benchharness.errors import BenchError
+from benchharness.errors import BenchError, ToolFailure
 from benchharness.model import Host, Step, Verdict
 from benchharness.store import safe_name
 from benchharness.telemetry.counters import delta
@@ -38,7 +38,13 @@ def stage_script(transport: Transport, name: str) -> str:
     if transport.host.local:
         return script_path(name)
     remote = f"{REMOTE_DIR}/{name}"
-    transport.put(script_path(name), remote)
+    # Hosts that share a file system (a lab, an NFS home) must never read a half-copied script:
+    # each copies to a name of its own and renames it into place, which is atomic.
+    partial = f"{remote}.{transport.host.name}.partial"
+    transport.put(script_path(name), partial)
+    rc, _, err, _ = transport.run(["mv", "-f", partial, remote], timeout=30)
+    if rc != 0:
+        raise ToolFailure("upload_failed", f"{transport.host.name}: cannot place {remote}: {err.strip()}")
     return remote
 
 

@@ -30,6 +30,7 @@ UDP_DEFAULT_BITRATE = "1G"
 TIMEOUT_MARGIN_S = 30.0
 _PAIR_PATTERNS = ("pairs", "all-pairs", "ring", "self")
 _MAX_UDP_PAYLOAD = 65507
+_MAX_TCP_BLOCK = 1 << 20  # iperf3's MAX_BLOCKSIZE: a larger -l only prints its usage text
 #: Interval reports under on_off unless the suite sets ``interval`` (iperf3's minimum is 0.1 s).
 ON_OFF_INTERVAL = 0.1
 #: Extra on/off time allowed for the client's connection setup.
@@ -98,6 +99,8 @@ class Iperf3Adapter:
                     raise bad(name, "must be > 0")
                 if name == "length" and p["protocol"] == "udp" and size > _MAX_UDP_PAYLOAD:
                     raise bad(name, f"a UDP datagram carries at most {_MAX_UDP_PAYLOAD} bytes")
+                if name == "length" and p["protocol"] == "tcp" and size > _MAX_TCP_BLOCK:
+                    raise bad(name, f"iperf3 writes TCP blocks of at most {_MAX_TCP_BLOCK} bytes (1M)")
         if p["bitrate"] is not None:
             try:
                 _bitrate_arg(p["bitrate"])
