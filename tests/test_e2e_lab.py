@@ -170,4 +170,5 @@ def test_perftest_without_rdma_is_a_classified_step_failure(lab3: LabInfo, tmp_p
     assert res.returncode == 3, res.stdout + res.stderr
     info = RunDir(out).run_info()
     assert info["failures"] and all(f["kind"] == "no_device" for f in info["failures"])
-    assert RunDir(out).samples() == []
+    # no measurement turned into a number; only the hosts' counter deltas of those steps are kept
+    assert [s for s in RunDir(out).samples() if s.get("kind") != "counters"] == []

@@ -15,7 +15,7 @@ import pytest
 from benchharness.errors import ToolFailure
 from benchharness.model import CommandResult, Host, Step
 from benchharness.parsers import get_parser
-from benchharness.tools.nccl_debug import network_matches, parse_nccl_debug
+from benchharness.tools.nccl_debug import network_matches, parse_nccl_debug, parse_nccl_debug_text
 from benchharness.tools.nccl_tests import NCCL
 
 FIXTURES = Path(__file__).parent / "fixtures" / "nccl"
@@ -75,7 +75,30 @@ def test_network_matches(required: str, used: str | None, ok: bool) -> None:
 
 
 def test_registered_as_bench_parse_parser() -> None:
-    assert get_parser("nccl-debug") is parse_nccl_debug
+    assert get_parser("nccl-debug") is parse_nccl_debug_text
+    text = (FIXTURES / "debug" / "nccl-2.21-ib-gdr.log").read_text()
+    assert parse_nccl_debug_text(text) == parse_nccl_debug(text)
+
+
+WARN_ONLY = ("NCCL version 2.21.5+cuda12.4\n"
+             "gpu01:811:902 [0] transport/net_ib.cc:1234 NCCL WARN NET/IB : Got completion from peer "
+             "192.0.2.12<40311> with status=12 opcode=0 len=0 vendor err 129 (Send)\n"
+             "gpu01:811:902 [0] proxy.cc:1522 NCCL WARN [Proxy Thread] Error encountered progressing operation\n")
+
+
+def test_bench_parse_rejects_a_log_without_info_lines() -> None:
+    """NCCL_DEBUG=WARN (or unset): no network to report, so ``bench parse`` fails instead of ``network: null``."""
+    with pytest.raises(ToolFailure) as info:
+        parse_nccl_debug_text(WARN_ONLY)
+    assert info.value.kind == "nccl_error" and "\n" not in info.value.message
+    assert "transport/net_ib.cc:1234 NCCL WARN NET/IB : Got completion from peer 192.0.2.12<40311>" in info.value.message
+    assert "Proxy Thread" not in info.value.message  # the first WARN line only
+    with pytest.raises(ToolFailure) as info:
+        parse_nccl_debug_text("#  Rank  0 Group  0 Pid  12044 on      gpu03 device  0 [0x18] NVIDIA H100\n")
+    assert info.value.kind == "no_results"
+    # the runner's own use keeps returning the facts it can read
+    assert parse_nccl_debug(WARN_ONLY)["network"] is None
+    assert parse_nccl_debug(WARN_ONLY)["nccl_version"] == "2.21.5+cuda12.4"
 
 
 def step_with(params: dict) -> Step:

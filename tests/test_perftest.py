@@ -1,7 +1,7 @@
 """perftest adapter: parser against fixtures in perftest's real formats, command lines, step parsing.
 
 There is no RDMA here (the kernel has no InfiniBand support), so result fixtures are written in
-the exact printf formats of perftest's perftest_parameters.h (4.x, 6.x) and of published outputs;
+the exact printf formats of perftest's perftest_parameters.h (4.x, 6.x) and the layouts real runs print;
 ``err_no_device_real.txt`` is what the installed ib_write_bw printed on this machine. The real
 binaries are still run once below: they fail at device lookup, which the adapter must classify.
 """

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from benchharness.errors import ToolFailure
 from benchharness.tools.textclean import clean
 
 _TAG = re.compile(r"\[\d+,\d+\]<(?:stdout|stderr|stddiag)>:")
@@ -48,6 +49,11 @@ def _devices_socket(text: str) -> list[dict[str, Any]]:
     return [{"name": m.group(2), "address": m.group(3)} for m in _SOCKET_DEVICE.finditer(text)]
 
 
+def _log_lines(text: str) -> list[str]:
+    """Lines of ``text`` without logger / terminal noise and mpirun ``--tag-output`` markers."""
+    return _TAG.sub("", clean(text)).splitlines()
+
+
 def parse_nccl_debug(text: str) -> dict[str, Any]:
     """Network, devices, GPUDirect RDMA, socket fallback, channels, version and warnings from a log."""
     networks: list[str] = []
@@ -62,7 +68,7 @@ def parse_nccl_debug(text: str) -> dict[str, Any]:
     ring_channels: set[int] = set()
     ring_total: int | None = None
     coll_channels: int | None = None
-    for line in _TAG.sub("", clean(text)).splitlines():
+    for line in _log_lines(text):
         if version is None and (m := _VERSION.search(line) or _RCCL_VERSION.search(line)):
             version = m.group(1)
         if "NCCL" not in line:
@@ -118,4 +124,22 @@ def network_matches(required: str, used: str | None) -> bool:
     return any(got == name or got.startswith(name) for name in _NETWORK_ALIASES.get(want, (want,)))
 
 
-PARSERS = {"nccl-debug": parse_nccl_debug}
+def parse_nccl_debug_text(text: str) -> dict[str, Any]:
+    """``bench parse nccl-debug FILE``: :func:`parse_nccl_debug`, but a log without INFO lines is an error.
+
+    With no ``NCCL INFO`` line there is nothing to read the network from (NCCL_DEBUG was unset or
+    WARN, or the file is not an NCCL log): ToolFailure ``nccl_error`` quoting the first NCCL WARN
+    line when there is one, else ``no_results``. The runner keeps calling :func:`parse_nccl_debug`,
+    which always returns its dict.
+    """
+    lines = _log_lines(text)
+    if not any("NCCL INFO" in line for line in lines):
+        warn = next((line.strip() for line in lines if _WARN.search(line)), None)
+        if warn is not None:
+            raise ToolFailure("nccl_error", "no NCCL INFO line (run with NCCL_DEBUG=INFO); "
+                                            f"first NCCL WARN line: {warn!r}")
+        raise ToolFailure("no_results", "no NCCL INFO line in the output (run with NCCL_DEBUG=INFO)")
+    return parse_nccl_debug(text)
+
+
+PARSERS = {"nccl-debug": parse_nccl_debug_text}

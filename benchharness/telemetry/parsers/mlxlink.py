@@ -15,6 +15,24 @@ def _values_and_range(value: str) -> tuple[list[float | None], list[float] | Non
     return [to_float(v) for v in body.split(",") if v.strip()], limits
 
 
+#: mlxlink names an InfiniBand speed by its 4x rate; the active width says how many lanes run.
+_IB_4X_GBPS = {"IB-SDR": 10, "IB-DDR": 20, "IB-QDR": 40, "IB-FDR10": 40, "IB-FDR": 56, "IB-EDR": 100,
+               "IB-HDR": 200, "IB-NDR": 400, "IB-XDR": 800}
+
+
+def _speed_gbps(speed: str | None, width: str | None) -> int | float | None:
+    """Port rate in Gb/s: Ethernet ``200G`` as printed; ``IB-NDR`` at ``Width 2x`` is 200 (NDR200)."""
+    m = re.search(r"(\d+)G", speed or "")
+    if m:
+        return int(m.group(1))
+    rate_4x = _IB_4X_GBPS.get(speed or "")
+    lanes = re.fullmatch(r"(\d+)x", (width or "").strip())
+    if rate_4x is None or not lanes:
+        return rate_4x
+    rate = rate_4x * int(lanes.group(1)) / 4
+    return int(rate) if rate == int(rate) else rate
+
+
 def parse_mlxlink(text: str) -> dict[str, Any]:
     """Sections as ``sections[name][key]`` plus the figures a report needs at the top level."""
     sections: dict[str, dict[str, str]] = {}
@@ -39,9 +57,7 @@ def parse_mlxlink(text: str) -> dict[str, Any]:
         "speed": get(op, "Speed"), "width": get(op, "Width"), "fec": get(op, "FEC"),
         "auto_negotiation": get(op, "Auto Negotiation"), "sections": sections,
     }
-    m = re.search(r"(\d+)G", out["speed"] or "")
-    out["speed_gbps"] = int(m.group(1)) if m else {"IB-NDR": 400, "IB-HDR": 200, "IB-EDR": 100,
-                                                  "IB-XDR": 800}.get(out["speed"] or "")
+    out["speed_gbps"] = _speed_gbps(out["speed"], out["width"])
     out["firmware"] = get("Tool Information", "Firmware Version")
     module = sections.get("Module Info")
     if module:
