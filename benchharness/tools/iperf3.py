@@ -15,13 +15,13 @@ the cycle. ``stagger: 0.5s`` starts the flows of one step (incast, one-to-many, 
 from __future__ import annotations
 
 import math
-import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from benchharness.errors import ToolFailure
 from benchharness.model import Command, CommandResult, Host, Record, Step
 from benchharness.tools import iperf3_parse
+from benchharness.tools.common import extra_args
 from benchharness.units import parse_duration, parse_rate, parse_size
 
 SERVER_READY = r"Server listening on \d+"
@@ -121,7 +121,7 @@ class Iperf3Adapter:
         if timeout is not None and (_is_bool(timeout) or not isinstance(timeout, int) or timeout <= 0):
             raise bad("connect_timeout", "must be a whole number of milliseconds > 0")
         try:
-            _extra_args(p["extra_args"])
+            extra_args(p["extra_args"])
         except ValueError as exc:
             raise bad("extra_args", str(exc)) from exc
         if p["timeout"] is not None and (_is_bool(p["timeout"]) or not isinstance(p["timeout"], int | float)
@@ -201,7 +201,7 @@ class Iperf3Adapter:
             argv.append("-Z")
         if p["connect_timeout"] is not None:
             argv += ["--connect-timeout", str(p["connect_timeout"])]
-        argv += _extra_args(p["extra_args"])
+        argv += extra_args(p["extra_args"])
         if p["on_off"] is not None:
             argv = on_off_argv(p["on_off"], float(p["omit"]) + float(p["duration"]), argv)
         return Command(host=src, role="client", argv=tuple(argv), background=False,
@@ -342,17 +342,6 @@ def _telling_line(stderr: str) -> str:
         if line.startswith("iperf3: ") or "error" in line.lower() or "not found" in line.lower():
             return line
     return lines[0] if lines else ""
-
-
-def _extra_args(value: Any) -> list[str]:
-    """Extra iperf3 arguments: a string split like a shell would (never run by one), or a list."""
-    if value is None or value == "":
-        return []
-    if isinstance(value, str):
-        return shlex.split(value)
-    if isinstance(value, list | tuple) and all(isinstance(a, str) for a in value):
-        return list(value)
-    raise ValueError("must be a string of arguments or a list of strings")
 
 
 def _client_timeout(p: Mapping[str, Any]) -> float:

@@ -17,13 +17,13 @@ devices. The script reports the node it used on stderr (``BENCH_NUMA=<n>``), so 
 from __future__ import annotations
 
 import math
-import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from benchharness.errors import ToolFailure
 from benchharness.model import Command, CommandResult, Host, Record, Step
 from benchharness.tools import perftest_parse as pp
+from benchharness.tools.common import extra_args
 from benchharness.units import parse_duration, parse_size
 
 TESTS = ("ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_atomic_bw",
@@ -47,20 +47,6 @@ _JSON_SCRIPT = (
 
 def _is_bw(test: str) -> bool:
     return test.endswith("_bw")
-
-
-
-def _extra_args(params: Mapping[str, Any]) -> list[str]:
-    """``extra_args`` as an argv list: a string is split like a shell would (a suite list would
-    be swept, so suites write one string)."""
-    extra = params.get("extra_args")
-    if extra is None or extra == "":
-        return []
-    if isinstance(extra, str):
-        return shlex.split(extra)
-    if isinstance(extra, list | tuple) and all(isinstance(a, str) for a in extra):
-        return list(extra)
-    raise ValueError(f"extra_args: a string of options, not {extra!r}")
 
 
 class PerftestAdapter:
@@ -131,7 +117,7 @@ class PerftestAdapter:
             raise ValueError("rate_units: M (MiB/s), g (Gbit/s) or p (packets/s)")
         if params.get("use_cuda") is not None and params.get("use_rocm") is not None:
             raise ValueError("use_cuda/use_rocm: choose one")
-        _extra_args(params)
+        extra_args(params.get("extra_args"))
 
     def _p(self, step: Step) -> dict[str, Any]:
         merged = {**self.params, **{k: v for k, v in step.params.items() if v is not None}}
@@ -183,7 +169,7 @@ class PerftestAdapter:
             args.append(f"--use_rocm={params['use_rocm']}")
         if params.get("cpu_util"):
             args.append("--cpu_util")
-        args += _extra_args(params)
+        args += extra_args(params.get("extra_args"))
         return args
 
     @staticmethod

@@ -16,12 +16,12 @@ only.
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from benchharness.errors import ToolFailure
 from benchharness.model import Command, CommandResult, Host, Record, Step
+from benchharness.tools.common import extra_args
 from benchharness.tools.textclean import clean
 from benchharness.units import parse_duration, parse_size
 
@@ -123,20 +123,6 @@ def _no_result(text: str, rc: int | None = None) -> ToolFailure:
     return ToolFailure("no_result", f"ucx_perftest printed no final result{code}; last lines: {tail!r}")
 
 
-
-def _extra_args(params: Mapping[str, Any]) -> list[str]:
-    """``extra_args`` as an argv list: a string is split like a shell would (a suite list would
-    be swept, so suites write one string)."""
-    extra = params.get("extra_args")
-    if extra is None or extra == "":
-        return []
-    if isinstance(extra, str):
-        return shlex.split(extra)
-    if isinstance(extra, list | tuple) and all(isinstance(a, str) for a in extra):
-        return list(extra)
-    raise ValueError(f"extra_args: a string of options, not {extra!r}")
-
-
 class UcxPerftestAdapter:
     """Adapter for ``ucx_perftest`` (ucx-utils); see the module docstring."""
 
@@ -164,7 +150,7 @@ class UcxPerftestAdapter:
             v = params.get(name)
             if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
                 raise ValueError(f"{name}: a non-negative integer, not {v!r}")
-        _extra_args(params)
+        extra_args(params.get("extra_args"))
 
     def _p(self, step: Step) -> dict[str, Any]:
         merged = {**self.params, **{k: v for k, v in step.params.items() if v is not None}}
@@ -206,7 +192,7 @@ class UcxPerftestAdapter:
                            ("threads", "-T"), ("uct_device", "-d"), ("uct_transport", "-x")):
             if params.get(name) is not None:
                 args += [flag, str(params[name])]
-        return args + _extra_args(params)
+        return args + extra_args(params.get("extra_args"))
 
     def commands(self, step: Step) -> list[Command]:
         """Servers (background, ready on "Waiting for connection") first, then the clients."""
