@@ -117,14 +117,18 @@ def redact_argv(argv: Iterable[str]) -> list[str]:
 def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
     if not path.exists():
         return
+    try:  # several times faster than the standard library on large runs
+        from orjson import loads
+    except ImportError:
+        loads = json.loads
     with open(path, encoding="utf-8") as fh:
         for line in fh:
             line = line.strip()
             if not line:
                 continue
             try:
-                yield json.loads(line)
-            except json.JSONDecodeError:
+                yield loads(line)
+            except ValueError:
                 # A line cut by a crash or a full disk: everything before it is still good.
                 continue
 
