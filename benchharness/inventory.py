@@ -337,11 +337,26 @@ def _parse_error(path: Path, failures: list[SimpleNamespace], exc: Exception) ->
     text = re.sub(r"<class '(?:[\w.]+\.)?(?:_AnsibleTagged)?(\w+)'>", lambda m: m.group(1).lower(),
                   _chain_text(fail.exc))
     line = fail.line or _line_from_chain(fail.exc, fail.path)
+    if line is not None and not fail.path.endswith(_YAML_EXT):
+        source = _source_line(fail.path, line)
+        if source.startswith("[") and not source.endswith("]"):  # Ansible's own words are cryptic here
+            text = f"section header {source!r} has no closing ']'"
     if line is None and fail.path.endswith(_YAML_EXT):
         quoted = re.findall(r'"([^"]+)"', text) or re.findall(r"(\S+) is not a known host nor group", text)
         found = _yaml_key_line(Path(fail.path), quoted[0], quoted[1] if len(quoted) > 1 else None) if quoted else None
         line = found or 1  # a structure error without a name is about the whole document
     return ConfigError(text, fail.path, line or _line_from_text(fail.path, text))
+
+
+def _source_line(path: str, line: int) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            for number, text in enumerate(fh, 1):
+                if number == line:
+                    return text.strip()
+    except OSError:
+        pass
+    return ""
 
 
 def _chain(exc: BaseException) -> Iterator[BaseException]:
