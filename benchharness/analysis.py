@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from benchharness import runview
-from benchharness.store import RunDir
+from benchharness.store import RunDir, json_loader
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -152,10 +152,7 @@ def _split_lines(run: RunDir, intervals: bool, steps_per_test: int | None) -> tu
 
 
 def _parse(lines: Iterable[str]) -> list[dict[str, Any]]:
-    try:  # orjson reads a million sample lines several times faster than the standard library
-        from orjson import loads
-    except ImportError:
-        loads = json.loads
+    loads = json_loader()
     records = []
     for line in lines:
         if not line.strip():

@@ -10,6 +10,7 @@ import platform
 import socket
 import sys
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,20 @@ def exit_code_for(state: str, failed_steps: int, verdicts: list[Verdict]) -> int
     return EXIT_OK
 
 
+@dataclass
+class Session:
+    """Everything one `bench run` works with, from the suite to the run directory."""
+
+    suite: Any
+    inventory: Any
+    plan: Any
+    launcher: str
+    run_dir: RunDir
+    info: dict[str, Any]
+    done: set[str] = field(default_factory=set)
+    resumed: bool = False
+
+
 def run_suite(suite_ref: str, hosts_ref: str | None, overrides: Mapping[str, str], *,
               out: str | None = None, resume: str | None = None,
               echo: Callable[[str], None] = print,
@@ -62,81 +77,116 @@ def run_suite(suite_ref: str, hosts_ref: str | None, overrides: Mapping[str, str
     commands reach the hosts. ``junit`` writes JUnit XML of the verdicts there; ``baseline``
     (a tag, latest-pass, latest or a run) is what "N% baseline" checks compare with.
     """
-    from benchharness.inventory import load_inventory, local_inventory, redact
+    session = open_session(suite_ref, hosts_ref, overrides, out=out, resume=resume,
+                           launcher=launcher, baseline=baseline)
+    echo(f"run {session.run_dir.path.name}: suite {session.suite.name}, {len(session.plan.steps)} steps in "
+         f"{len(session.plan.rounds)} rounds on {len(session.plan.hosts)} host(s); "
+         f"results in {session.run_dir.path}")
+    observers, result, runner, iso = _execute(session, overrides, suite_ref, hosts_ref, echo,
+                                              progress or (lambda line: print(line, file=sys.stderr, flush=True)))
+    return _finish(session, observers, result, runner, iso, junit, echo)
+
+
+def open_session(suite_ref: str, hosts_ref: str | None, overrides: Mapping[str, str], *,
+                 out: str | None, resume: str | None, launcher: str | None,
+                 baseline: str | None) -> Session:
+    """Load and check everything a run needs, then open its run directory (new, or resumed)."""
+    from benchharness.inventory import load_inventory, local_inventory
+    from benchharness.launchers import apply_launcher
     from benchharness.plan import build_plan
-    from benchharness.runner import Runner, summarize_failures
     from benchharness.suites import load_suite
 
     suite = load_suite(suite_ref, overrides)
     inventory = load_inventory(hosts_ref) if hosts_ref else local_inventory()
-    from benchharness.launchers import apply_launcher, make_launcher
-
-    launcher = apply_launcher(inventory, launcher)
+    chosen = apply_launcher(inventory, launcher)
     plan = build_plan(suite, inventory.hosts, inventory=inventory)
     if not plan.steps:
         raise UsageError(f"suite {suite.name} has no steps for the hosts of "
                          f"{hosts_ref or 'the local machine'}")
-
     if baseline:  # a baseline that names nothing is a usage error, before anything runs
         from benchharness.verdicts import check_baseline_ref
 
         check_baseline_ref(baseline, suite.name, find_run(resume).path.parent if resume
                            else (Path(out).parent if out else results_root()))
-    done: set[str] = set()
     if resume:
-        run_dir = find_run(resume)
-        info = run_dir.run_info()
-        if info.get("suite", {}).get("name") != suite.name:
-            raise UsageError(f"cannot resume {run_dir.path.name}: it ran suite "
-                             f"{info.get('suite', {}).get('name')!r}, not {suite.name!r}")
-        done = {s["step"] for s in run_dir.steps() if s.get("status") == "ok"}
-        # Steps that run again keep only their new samples; the old ones move aside, not away.
-        run_dir.supersede_samples({s.id for s in plan.steps} - done)
-        info.setdefault("resumed", []).append(_now())
+        session = _resumed(find_run(resume), suite, inventory, plan, chosen)
     else:
-        run_id = new_run_id(suite.name)
-        run_dir = RunDir.create(Path(out) if out else results_root() / run_id)
-        info = {
-            "run_id": run_dir.path.name, "suite": redact(_suite_snapshot(suite)), "overrides": redact(dict(overrides)),
-            "inventory": inventory.snapshot(), "inventory_source": str(inventory.source or "local"),
-            "hosts": [h.name for h in plan.hosts], "started": _now(), "ended": None,
-            "state": "running", "exit_code": None, "bench_version": __version__,
-            "command": redact_argv(sys.argv), "controller": {"host": socket.gethostname(), "user": getpass.getuser(),
-                                                "python": platform.python_version(), "pid": os.getpid()},
-            "steps_total": len(plan.steps), "launcher": launcher,
-        }
+        run_dir = RunDir.create(Path(out) if out else results_root() / new_run_id(suite.name))
+        session = Session(suite, inventory, plan, chosen, run_dir, _new_info(run_dir, suite, inventory,
+                                                                             plan, overrides, chosen))
     if baseline:
-        info["baseline"] = baseline
-    run_dir.write_run_info(info)
-    echo(f"run {run_dir.path.name}: suite {suite.name}, {len(plan.steps)} steps in "
-         f"{len(plan.rounds)} rounds on {len(plan.hosts)} host(s); results in {run_dir.path}")
+        session.info["baseline"] = baseline
+    session.run_dir.write_run_info(session.info)
+    return session
 
+
+def _new_info(run_dir: RunDir, suite: Any, inventory: Any, plan: Any, overrides: Mapping[str, str],
+              launcher: str) -> dict[str, Any]:
+    from benchharness.inventory import redact
+
+    return {
+        "run_id": run_dir.path.name, "suite": redact(_suite_snapshot(suite)),
+        "overrides": redact(dict(overrides)), "inventory": inventory.snapshot(),
+        "inventory_source": str(inventory.source or "local"), "hosts": [h.name for h in plan.hosts],
+        "started": _now(), "ended": None, "state": "running", "exit_code": None,
+        "bench_version": __version__, "command": redact_argv(sys.argv),
+        "controller": {"host": socket.gethostname(), "user": getpass.getuser(),
+                       "python": platform.python_version(), "pid": os.getpid()},
+        "steps_total": len(plan.steps), "launcher": launcher,
+    }
+
+
+def _resumed(run_dir: RunDir, suite: Any, inventory: Any, plan: Any, launcher: str) -> Session:
+    info = run_dir.run_info()
+    if info.get("suite", {}).get("name") != suite.name:
+        raise UsageError(f"cannot resume {run_dir.path.name}: it ran suite "
+                         f"{info.get('suite', {}).get('name')!r}, not {suite.name!r}")
+    done = {s["step"] for s in run_dir.steps() if s.get("status") == "ok"}
+    # Steps that run again keep only their new samples; the old ones move aside, not away.
+    run_dir.supersede_samples({s.id for s in plan.steps} - done)
+    info.setdefault("resumed", []).append(_now())
+    return Session(suite, inventory, plan, launcher, run_dir, info, done, resumed=True)
+
+
+def _execute(session: Session, overrides: Mapping[str, str], suite_ref: str, hosts_ref: str | None,
+             echo: Callable[[str], None], progress: Callable[[str], None]) -> tuple[Any, Any, Any, Any]:
+    """Run the plan, then bad-link isolation when the suite asks for it."""
+    from benchharness.launchers import make_launcher
+    from benchharness.runner import Runner
     from benchharness.telemetry_hooks import observers_for
 
-    observers = observers_for(suite, overrides)
-    runner = Runner(plan, run_dir, observers=observers, done_steps=done,
-                    progress=progress or (lambda line: print(line, file=sys.stderr, flush=True)),
-                    launcher=make_launcher(launcher, plan.hosts))
+    observers = observers_for(session.suite, overrides)
+    runner = Runner(session.plan, session.run_dir, observers=observers, done_steps=session.done,
+                    progress=progress, launcher=make_launcher(session.launcher, session.plan.hosts))
     try:
         result = runner.run()
     except StorageError as exc:  # every process is stopped; say so in run.json if there is room
-        info.update({"ended": _now(), "state": "storage_error", "exit_code": EXIT_STORAGE})
+        session.info.update({"ended": _now(), "state": "storage_error", "exit_code": EXIT_STORAGE})
         with contextlib.suppress(StorageError):
-            run_dir.write_run_info(info)
+            session.run_dir.write_run_info(session.info)
         raise StorageError(f"{exc.message}; make room, then continue with `bench run suite={suite_ref} "
-                           f"{'hosts=' + hosts_ref + ' ' if hosts_ref else ''}resume={run_dir.path}`") from exc
+                           f"{'hosts=' + hosts_ref + ' ' if hosts_ref else ''}"
+                           f"resume={session.run_dir.path}`") from exc
     iso = None
-    if suite.settings.get("isolate") and not result.interrupted:
+    if session.suite.settings.get("isolate") and not result.interrupted:
         from benchharness.isolation import isolate  # retest weak all-pairs pairs, name a suspect
 
-        iso = isolate(plan, run_dir, lambda p: Runner(p, run_dir, progress=runner.progress,
-                                                     launcher=make_launcher(launcher, p.hosts)), echo)
+        iso = isolate(session.plan, session.run_dir,
+                      lambda p: Runner(p, session.run_dir, progress=runner.progress,
+                                       launcher=make_launcher(session.launcher, p.hosts)), echo)
         result.outcomes += iso.outcomes
         result.interrupted = iso.interrupted
-    total = len(plan.steps) + (iso.retest_steps if iso else 0)
+    return observers, result, runner, iso
 
-    steps = run_dir.steps()
-    last: dict[str, dict[str, Any]] = {s["step"]: s for s in steps}
+
+def _finish(session: Session, observers: list[Any], result: Any, runner: Any, iso: Any,
+            junit: str | None, echo: Callable[[str], None]) -> int:
+    """Verdicts, run.json's final state, the report, the console summary; the exit code."""
+    from benchharness.runner import summarize_failures
+
+    suite, run_dir, info = session.suite, session.run_dir, session.info
+    total = len(session.plan.steps) + (iso.retest_steps if iso else 0)
+    last: dict[str, dict[str, Any]] = {s["step"]: s for s in run_dir.steps()}
     failed = [s for s in last.values() if s["status"] == "failed"]
     verdicts = _verdicts(run_dir, info)
     preflight = [v for obs in observers for v in getattr(obs, "preflight", [])]
@@ -148,7 +198,7 @@ def run_suite(suite_ref: str, hosts_ref: str | None, overrides: Mapping[str, str
         "ended": _now(), "state": state, "exit_code": code,
         "steps": {"total": total, "ok": sum(s["status"] == "ok" for s in last.values()),
                   "failed": len(failed), "skipped": sum(s["status"] == "skipped" for s in last.values())},
-        "failures": summarize_failures(result.failed) if not resume else
+        "failures": summarize_failures(result.failed) if not session.resumed else
         [{k: s.get(k) for k in ("step", "host", "kind", "message")} for s in failed],
         "verdicts": [v.__dict__ for v in verdicts],
         "preflight": {s: sum(v.status == s for v in preflight) for s in ("fail", "warn", "info", "pass")},
@@ -162,9 +212,10 @@ def run_suite(suite_ref: str, hosts_ref: str | None, overrides: Mapping[str, str
          f"state {state}, exit code {code}")
     for f in info["failures"][:10]:
         echo(f"  FAILED {f['step']}{' on ' + f['host'] if f.get('host') else ''}: {f['kind']}: {f['message']}")
-    for v in preflight:
-        if v.status in ("fail", "warn") and suite.settings.get("preflight") != "off":
-            echo(f"  preflight {v.status.upper()} {v.check}{' on ' + v.host if v.host else ''}: {v.message}")
+    if suite.settings.get("preflight") != "off":
+        for v in preflight:
+            if v.status in ("fail", "warn"):
+                echo(f"  preflight {v.status.upper()} {v.check}{' on ' + v.host if v.host else ''}: {v.message}")
     for v in verdicts:
         if v.status == "fail":
             echo(f"  VERDICT FAIL {v.check}{' on ' + v.host if v.host else ''}: {v.message}")
@@ -176,21 +227,17 @@ def run_suite(suite_ref: str, hosts_ref: str | None, overrides: Mapping[str, str
 
 
 def _verdicts(run_dir: RunDir, info: dict[str, Any]) -> list[Verdict]:
-    """Pass/fail checks of the suite over the stored samples (thresholds land with acceptance)."""
-    try:
-        from benchharness.verdicts import evaluate
-    except ImportError:
-        return []
+    """Pass/fail checks of the suite over the stored samples."""
+    from benchharness.verdicts import evaluate
+
     return evaluate(run_dir, info)
 
 
 def _acceptance_outputs(run_dir: RunDir, info: dict[str, Any], verdicts: list[Verdict], junit: str | None,
                         report: Path | None, echo: Callable[[str], None]) -> None:
     """Console summary of the verdicts, the history catalog entry, and JUnit XML when asked."""
-    try:
-        from benchharness.verdicts import summary_lines
-    except ImportError:
-        return
+    from benchharness.verdicts import summary_lines
+
     for line in summary_lines(verdicts):
         echo(line)
     try:

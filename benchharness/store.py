@@ -23,7 +23,7 @@ import re
 import secrets
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -114,13 +114,20 @@ def redact_argv(argv: Iterable[str]) -> list[str]:
     return out
 
 
+def json_loader() -> Callable[[str], Any]:
+    """The fastest JSON decoder at hand: orjson reads a million sample lines several times
+    faster than the standard library, which stays the fallback."""
+    try:
+        import orjson
+    except ImportError:
+        return json.loads
+    return orjson.loads
+
+
 def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
     if not path.exists():
         return
-    try:  # several times faster than the standard library on large runs
-        from orjson import loads
-    except ImportError:
-        loads = json.loads
+    loads = json_loader()
     with open(path, encoding="utf-8") as fh:
         for line in fh:
             line = line.strip()
