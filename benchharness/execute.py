@@ -222,7 +222,7 @@ def _finish(session: Session, observers: list[Any], result: Any, runner: Any, is
     if iso and iso.confirmed:
         echo(f"  ISOLATION {'suspect ' + ', '.join(iso.suspects) if iso.suspects else 'no suspect'}: {iso.note}")
     _acceptance_outputs(run_dir, info, verdicts, junit, report, echo)
-    echo(f"report: {report}" if report else f"results: {run_dir.path}")
+    echo(f"report: {report.resolve()}" if report else f"results: {run_dir.path.resolve()}")
     return code
 
 
