@@ -175,11 +175,13 @@ def _frame(run: RunDir, records: list[dict[str, Any]], label: str | None) -> pd.
     df["kind"] = df["kind"].fillna("summary")
     # Telemetry counter rows and tool footers live in the same file; they are not measurements
     # of the test and must not add columns to its tables.
-    df = df[df["kind"].isin(("summary", "interval"))].dropna(axis=1, how="all").copy()
+    measured = df["kind"].isin(("summary", "interval"))
+    if not measured.all():
+        df = df[measured].dropna(axis=1, how="all").copy()
     for col in df.columns:
         if df[col].dtype == object:
-            sample = df[col].dropna()
-            if len(sample) and isinstance(sample.iloc[0], list | tuple | dict):
+            first = df[col].first_valid_index()  # one look, not a scan of every row
+            if first is not None and isinstance(df[col].at[first], list | tuple | dict):
                 df[col] = df[col].map(_stringify)
     info = run.run_info()
     df["run_id"] = str(info.get("run_id") or run.path.name)

@@ -33,7 +33,9 @@ def grow(path: Path, samples: int) -> int:
         while written < samples:
             copy += 1
             for row in rows[: samples - written]:
-                out.write(json.dumps({**row, "rep": row["rep"] + 10 * copy, "step": f"{row['step']}-c{copy}"}) + "\n")
+                # compact, as the store writes samples.jsonl
+                out.write(json.dumps({**row, "rep": row["rep"] + 10 * copy, "step": f"{row['step']}-c{copy}"},
+                                     separators=(",", ":")) + "\n")
             written = min(samples, written + len(rows))
             for st in steps:
                 steps_out.write(json.dumps({**st, "rep": st["rep"] + 10 * copy, "step": f"{st['step']}-c{copy}"}) + "\n")
