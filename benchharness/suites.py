@@ -30,6 +30,7 @@ from benchharness import tools
 from benchharness.errors import ConfigError, UsageError
 from benchharness.tools.base import ToolAdapter
 from benchharness.units import format_size, parse_duration, size_range
+from benchharness.yamllines import LineMap, LineSeq, read_yaml
 
 PATTERNS = ("pairs", "all-pairs", "ring", "one-to-many", "incast", "all-to-all", "scaling", "group",
             "self")
@@ -139,71 +140,6 @@ def list_suites() -> list[tuple[str, str]]:
     return sorted(out)
 
 
-# ---------------------------------------------------------------- YAML with lines
-
-class _Map(dict[Any, Any]):
-    """A mapping read from the file; ``line`` is where it starts, ``key_lines`` where each key is."""
-
-    line: int
-    key_lines: dict[Any, int]
-
-
-class _Seq(list[Any]):
-    line: int
-    item_lines: list[int]
-
-
-class _LineLoader(yaml.SafeLoader):
-    """SafeLoader whose mappings and sequences remember their lines (1-based)."""
-
-
-def _construct_map(loader: _LineLoader, node: yaml.MappingNode) -> Iterator[_Map]:
-    data = _Map()
-    data.line, data.key_lines = node.start_mark.line + 1, {}
-    yield data
-    loader.flatten_mapping(node)
-    for key_node, value_node in node.value:
-        key = loader.construct_object(key_node, deep=True)
-        try:
-            duplicate = key in data
-        except TypeError:
-            raise yaml.constructor.ConstructorError(
-                None, None, "a key must be a plain value", key_node.start_mark) from None
-        if duplicate:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key!r}", key_node.start_mark)
-        data[key] = loader.construct_object(value_node, deep=True)
-        data.key_lines[key] = key_node.start_mark.line + 1
-
-
-def _construct_seq(loader: _LineLoader, node: yaml.SequenceNode) -> Iterator[_Seq]:
-    data = _Seq()
-    data.line, data.item_lines = node.start_mark.line + 1, [n.start_mark.line + 1 for n in node.value]
-    yield data
-    data.extend(loader.construct_object(n, deep=True) for n in node.value)
-
-
-_LineLoader.add_constructor("tag:yaml.org,2002:map", _construct_map)
-_LineLoader.add_constructor("tag:yaml.org,2002:seq", _construct_seq)
-
-
-def _read(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read suite: {exc.strerror}", str(path)) from exc
-    try:
-        return yaml.load(text, Loader=_LineLoader)  # noqa: S506 - a SafeLoader subclass
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        msg = exc.problem or exc.context or "unreadable"
-        if exc.context and exc.problem and exc.context_mark:
-            msg += f" ({exc.context} that starts at line {exc.context_mark.line + 1})"
-        raise ConfigError(f"YAML syntax error: {msg}", str(path), mark.line + 1 if mark else None) from exc
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"YAML error: {exc}", str(path)) from exc
-
-
 # ---------------------------------------------------------------- validation helpers
 
 def _is_scalar(value: Any) -> bool:
@@ -255,18 +191,18 @@ class _Checker:
             raise UsageError(f"{msg} (set on the command line)")
         raise ConfigError(msg, str(self.path), line)
 
-    def mapping(self, value: Any, what: str, line: int | None) -> _Map:
-        if not isinstance(value, _Map):
+    def mapping(self, value: Any, what: str, line: int | None) -> LineMap:
+        if not isinstance(value, LineMap):
             self.fail(f"{what} must be a mapping, not {_type_name(value)}", line)
         return value
 
-    def keys(self, data: _Map, allowed: tuple[str, ...], what: str, extensions: bool = False) -> None:
+    def keys(self, data: LineMap, allowed: tuple[str, ...], what: str, extensions: bool = False) -> None:
         for key in data:
             if key not in allowed and not (extensions and str(key).startswith("x-")):
                 self.fail(f"{what}: unknown key {key!r}; allowed: {', '.join(allowed)}",
                           data.key_lines.get(key, data.line))
 
-    def string(self, data: _Map, key: str, what: str, default: str | None = None) -> str:
+    def string(self, data: LineMap, key: str, what: str, default: str | None = None) -> str:
         value = data.get(key, default)
         if value is None:
             self.fail(f"{what}: missing key {key!r}", data.line)
@@ -306,7 +242,7 @@ class _Draft:
 
     name: str
     adapter: ToolAdapter
-    data: _Map
+    data: LineMap
     params: dict[str, Any]
     lines: dict[str, int]
     repeat: int | None = None
@@ -326,8 +262,8 @@ def _parse_override(key: str, text: Any) -> Any:
     return value
 
 
-def _empty_map(line: int) -> _Map:
-    data = _Map()
+def _empty_map(line: int) -> LineMap:
+    data = LineMap()
     data.line, data.key_lines = line, {}
     return data
 
@@ -349,7 +285,7 @@ def load_suite(name_or_path: str | Path, overrides: Mapping[str, Any] | None = N
     """
     path = find_suite(str(name_or_path))
     check = _Checker(path)
-    doc = _read(path)
+    doc = read_yaml(path)
     if doc is None:
         check.fail("the suite is empty; it needs at least 'tests:'", None)
     doc = check.mapping(doc, "a suite", getattr(doc, "line", 1))
@@ -367,7 +303,7 @@ def load_suite(name_or_path: str | Path, overrides: Mapping[str, Any] | None = N
             check.fail(f"settings: key {key!r} must be a name", raw_settings.key_lines[key])
         settings[key], setting_lines[key] = value, raw_settings.key_lines[key]
     tests = doc.get("tests")
-    if not isinstance(tests, _Seq) or not tests:
+    if not isinstance(tests, LineSeq) or not tests:
         check.fail("suite: 'tests' must be a non-empty list of tests", doc.key_lines.get("tests", doc.line))
     drafts: list[_Draft] = []
     for item, line in zip(tests, tests.item_lines, strict=True):
@@ -393,7 +329,7 @@ def load_suite(name_or_path: str | Path, overrides: Mapping[str, Any] | None = N
     return Suite(path.stem, path, description, settings, specs, setting_lines, verdicts)
 
 
-def _verdict_policy(check: _Checker, doc: _Map) -> dict[str, Any] | None:
+def _verdict_policy(check: _Checker, doc: LineMap) -> dict[str, Any] | None:
     """The validated ``verdicts:`` mapping (see ``thresholds.parse_policy``)."""
     from benchharness.thresholds import CheckError, check_to_data, parse_policy
 
@@ -407,14 +343,14 @@ def _verdict_policy(check: _Checker, doc: _Map) -> dict[str, Any] | None:
     return check_to_data(raw)
 
 
-def _checks(check: _Checker, data: _Map, what: str) -> tuple[dict[str, Any], ...]:
+def _checks(check: _Checker, data: LineMap, what: str) -> tuple[dict[str, Any], ...]:
     """The validated ``checks:`` of a test (see ``thresholds.parse_check``)."""
     from benchharness.thresholds import CheckError, check_to_data, parse_check
 
     raw = data.get("checks")
     if raw is None:
         return ()
-    if not isinstance(raw, _Seq):
+    if not isinstance(raw, LineSeq):
         check.fail(f"{what}: checks must be a list of checks like "
                    f"- {{metric: bw_avg_gbps, min: 90% line_rate}}", data.key_lines["checks"])
     out = []
@@ -422,7 +358,7 @@ def _checks(check: _Checker, data: _Map, what: str) -> tuple[dict[str, Any], ...
         try:
             parse_check(item)
         except CheckError as exc:
-            where = item.key_lines.get(exc.key, item.line) if isinstance(item, _Map) else line
+            where = item.key_lines.get(exc.key, item.line) if isinstance(item, LineMap) else line
             check.fail(f"{what}: checks: {exc}", where)
         out.append(check_to_data(item))
     return tuple(out)
