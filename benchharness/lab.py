@@ -23,7 +23,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -32,20 +31,21 @@ from typing import Any
 
 from benchharness import lab_rdma
 from benchharness.errors import LabError
+from benchharness.lab_files import (
+    parse_rate_gbps,
+    sshd_config,
+    write_files,
+)
 
 DEFAULT_BASE = Path("/run/benchharness/labs")
 LAB_NET = ipaddress.ip_network("198.18.0.0/15")
 GATEWAY = 254
 MAX_HOSTS = 200
-UNSHAPED_LINE_RATE_GBPS = 10  # what a veth reports to ethtool (10000Mb/s); it is not a real limit
 SSHD = "/usr/sbin/sshd"
-SYSTEM_PYTHON = "/usr/bin/python3"
 SSHD_WAIT_S = 15.0
 NETNS_DIR = Path("/run/netns")
 SYS_NET = Path("/sys/class/net")
 _NAME_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,11}")  # bh-NAME must fit IFNAMSIZ (15)
-_RATE_RE = re.compile(r"(\d+(?:\.\d+)?)(bit|kbit|mbit|gbit|tbit)")
-_RATE_GBPS = {"bit": 1e-9, "kbit": 1e-6, "mbit": 1e-3, "gbit": 1.0, "tbit": 1e3}
 _NOT_ROOT = "bench lab needs root (network namespaces, veth, sshd); run as root"
 
 
@@ -73,14 +73,6 @@ class LabInfo:
     subnet: str
     bridge: str
     hosts: list[LabHost]
-
-
-def parse_rate_gbps(rate: str) -> float:
-    """A tc rate in bits (``2gbit``, ``500mbit``) as 10^9 bit/s; ValueError otherwise."""
-    match = _RATE_RE.fullmatch(rate.strip().lower())
-    if not match or float(match.group(1)) <= 0:
-        raise ValueError(f"bad rate {rate!r}: expected a number with bit, kbit, mbit, gbit or tbit")
-    return float(match.group(1)) * _RATE_GBPS[match.group(2)]
 
 
 def parse_shape(spec: str, hosts: int | None = None) -> dict[str, str]:
@@ -260,7 +252,7 @@ def _build(state: dict[str, Any], rdma: str | None) -> None:
                                        state["rdma_devices"])
         for host in state["hosts"]:
             host["rdma"] = host_vars[host["name"]]
-    _write_files(state)
+    write_files(state)
     _save(state)
 
 
@@ -286,23 +278,6 @@ def _make_host(bridge: str, host: Mapping[str, Any]) -> None:
                                                    "root", *_tbf(host["shape"])])
 
 
-def _sshd_config(hd: Path, address: str, authorized_keys: Path) -> str:
-    def q(path: Path) -> str:
-        return f'"{path}"' if re.search(r"\s", str(path)) else str(path)
-
-    return "\n".join([
-        "# sshd of one bench lab host; started inside its network and UTS namespaces",
-        "Port 22", f"ListenAddress {address}", f"HostKey {q(hd / 'ssh_host_ed25519_key')}",
-        f"PidFile {q(hd / 'sshd.pid')}", f"AuthorizedKeysFile {q(authorized_keys)}",
-        "PermitRootLogin prohibit-password", "PasswordAuthentication no",
-        "KbdInteractiveAuthentication no", "PubkeyAuthentication yes", "UsePAM no", "StrictModes no",
-        "UseDNS no", "PrintMotd no", "X11Forwarding no", "MaxStartups 64:30:128", "MaxSessions 64",
-        # A lab host is a clean host: bash then skips the machine's ~/.bashrc for ssh commands
-        # (it sources it for sshd only at shell level 1), as a freshly installed node would.
-        "SetEnv SHLVL=1",
-        "Subsystem sftp internal-sftp", ""])
-
-
 def _start_sshd(d: Path, host: Mapping[str, Any]) -> None:
     h = host["name"]
     hd = d / "hosts" / h
@@ -310,7 +285,7 @@ def _start_sshd(d: Path, host: Mapping[str, Any]) -> None:
     _run(f"{h}: generate host key", ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C",
                                      f"{h}.bench-lab", "-f", str(hd / "ssh_host_ed25519_key")])
     cfg = hd / "sshd_config"
-    cfg.write_text(_sshd_config(hd, host["address"], d / "authorized_keys"))
+    cfg.write_text(sshd_config(hd, host["address"], d / "authorized_keys"))
     log = hd / "sshd.log"
     # sh sets the hostname in the fresh UTS namespace, then becomes sshd (which daemonizes)
     _run(f"{h}: start sshd", ["ip", "netns", "exec", host["netns"], "unshare", "--uts", "--", "sh", "-c",
@@ -349,53 +324,6 @@ def _wait_sshd(d: Path, hosts: list[dict[str, Any]]) -> None:
             raise LabError(f"{host['name']}: wait for sshd failed: nothing accepted ssh on "
                            f"{host['address']}:22 within {SSHD_WAIT_S:.0f} s; {log}: {''.join(tail)}")
         time.sleep(0.02 if pending else 0)
-
-
-def _ini(value: object) -> str:
-    text = str(value)
-    return text if re.fullmatch(r"[\w./:@+,=-]+", text) else repr(text)
-
-
-def render_inventory(state: Mapping[str, Any], python: str = sys.executable) -> str:
-    """The Ansible INI inventory of a lab from its state (pure)."""
-    d = Path(state["dir"])
-    ssh_args = shlex.join(["-o", f"UserKnownHostsFile={d / 'known_hosts'}", "-o",
-                           "StrictHostKeyChecking=yes", "-o", "IdentitiesOnly=yes"])
-    lines = [f"# bench lab {state['name']}: {len(state['hosts'])} hosts in network namespaces on "
-             f"bridge {state['bridge']} ({state['subnet']})", "[lab]"]
-    for h in state["hosts"]:
-        hvars = {"ansible_host": h["address"], "data_ip": h["address"], "netdev": "eth0",
-                 "bench_netns": h["netns"]}
-        if h.get("shape"):
-            hvars |= {"nic_line_rate_gbps": f"{parse_rate_gbps(h['shape']):g}", "bench_shape": h["shape"]}
-        hvars |= h.get("rdma") or {}
-        lines.append(" ".join([h["name"], *(f"{k}={_ini(v)}" for k, v in hvars.items())]))
-    gvars = {"ansible_user": "root", "ansible_ssh_private_key_file": _ini(d / "id_ed25519"),
-             "ansible_ssh_common_args": repr(ssh_args), "nic_model": "veth",
-             "nic_line_rate_gbps": UNSHAPED_LINE_RATE_GBPS, "bench_python": _ini(python),
-             # Ansible's interpreter discovery can pick a user's broken shim; the hosts share our disk
-             "ansible_python_interpreter": _ini(SYSTEM_PYTHON if Path(SYSTEM_PYTHON).exists() else python),
-             "mpi_rsh_agent": _ini(d / "mpi-ssh"), "bench_lab": state["name"],
-             "bench_lab_subnet": state["subnet"]}
-    lines += ["", "[lab:vars]", *(f"{k}={v}" for k, v in gvars.items()), ""]
-    return "\n".join(lines)
-
-
-def _write_files(state: Mapping[str, Any]) -> None:
-    d = Path(state["dir"])
-    keys = []
-    for h in state["hosts"]:
-        kind, blob = (d / "hosts" / h["name"] / "ssh_host_ed25519_key.pub").read_text().split()[:2]
-        keys.append(f"{h['address']} {kind} {blob}\n")
-    (d / "known_hosts").write_text("".join(keys))
-    ssh = [shutil.which("ssh") or "ssh", "-i", str(d / "id_ed25519"), "-o",
-           f"UserKnownHostsFile={d / 'known_hosts'}", "-o", "StrictHostKeyChecking=yes", "-o",
-           "IdentitiesOnly=yes", "-o", "BatchMode=yes"]
-    agent = d / "mpi-ssh"
-    agent.write_text(f"#!/bin/sh\n# ssh into bench lab {state['name']} (Open MPI plm_rsh_agent)\n"
-                     f'exec {shlex.join(ssh)} "$@"\n')
-    agent.chmod(0o755)
-    (d / "inventory.ini").write_text(render_inventory(state))
 
 
 def netns_pids(netns: str) -> list[int]:

@@ -15,7 +15,7 @@ import paramiko
 import pytest
 from conftest import make_lab
 
-from benchharness import lab, lab_rdma
+from benchharness import lab, lab_files, lab_rdma
 from benchharness.errors import LabError
 from benchharness.lab import LabHost, LabInfo
 
@@ -57,7 +57,7 @@ def test_inventory_reads_back_through_ansible(tmp_path: Path) -> None:
     from ansible.vars.manager import VariableManager
 
     path = tmp_path / "inventory.ini"
-    path.write_text(lab.render_inventory(_state(tmp_path), python="/opt/py/bin/python"))
+    path.write_text(lab_files.render_inventory(_state(tmp_path), python="/opt/py/bin/python"))
     loader = DataLoader()
     inventory = InventoryManager(loader=loader, sources=[str(path)])
     variables = VariableManager(loader=loader, inventory=inventory)
@@ -71,7 +71,7 @@ def test_inventory_reads_back_through_ansible(tmp_path: Path) -> None:
     assert h1["ansible_ssh_common_args"] == (f"-o UserKnownHostsFile={tmp_path}/known_hosts "
                                              "-o StrictHostKeyChecking=yes -o IdentitiesOnly=yes")
     assert h1["nic_model"] == "veth"
-    assert h1["nic_line_rate_gbps"] == lab.UNSHAPED_LINE_RATE_GBPS
+    assert h1["nic_line_rate_gbps"] == lab_files.UNSHAPED_LINE_RATE_GBPS
     assert h2["nic_line_rate_gbps"] == 2  # the shaped host's own rate beats the group's
     assert h1["bench_python"] == "/opt/py/bin/python"
     assert h1["mpi_rsh_agent"] == f"{tmp_path}/mpi-ssh"
