@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import shutil
 import tempfile
@@ -11,12 +12,35 @@ from pathlib import Path
 
 import pytest
 
+import benchharness.tools
 from benchharness import lab
 from benchharness.errors import LabError
 from benchharness.lab import LabInfo
 
 LAB_BASE = Path(tempfile.gettempdir()) / f"benchharness-test-labs-{os.getpid()}"
 """State directory of the labs the tests bring up (lab names are machine-wide all the same)."""
+
+FAKE_TOOLS = Path(__file__).parent / "fixtures" / "suites" / "fake_tools.py"
+
+
+def _load_fake_tools() -> dict:
+    spec = importlib.util.spec_from_file_location("bench_fake_tools", FAKE_TOOLS)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return dict(module.FAKES)
+
+
+FAKES = _load_fake_tools()
+
+
+@pytest.fixture
+def fake_tools(monkeypatch: pytest.MonkeyPatch) -> dict:
+    """Only the fake adapters of tests/fixtures/suites/fake_tools.py are registered, so that
+    error messages list exactly them."""
+    monkeypatch.setattr(benchharness.tools, "registry", lambda: FAKES)
+    return FAKES
+
 
 NOT_ROOT = "the loopback lab needs root (network namespaces, veth, sshd)"
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import shlex
 from collections import defaultdict
@@ -19,23 +18,6 @@ from benchharness.suites import load_suite
 from benchharness.tools import get_tool
 
 FIXTURES = Path(__file__).parent / "fixtures" / "suites"
-
-
-def _load_fakes() -> dict:
-    spec = importlib.util.spec_from_file_location("plan_fake_tools", FIXTURES / "fake_tools.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.FAKES
-
-
-FAKES = _load_fakes()
-
-
-@pytest.fixture
-def fake_tools(monkeypatch: pytest.MonkeyPatch) -> dict:
-    monkeypatch.setattr(benchharness.tools, "registry", lambda: FAKES)
-    return FAKES
 
 
 def hosts(n: int, groups: dict[str, tuple[str, ...]] | None = None) -> list[Host]:
@@ -265,7 +247,7 @@ def test_describe_plan_prints_every_command_line(fake_tools: dict) -> None:
     assert text.count("\nround ") == len(plan.rounds)
     for step in plan.steps:
         assert f"step {step.id}  test={step.test}" in text
-        for cmd in FAKES[step.tool].commands(step):
+        for cmd in fake_tools[step.tool].commands(step):
             assert shlex.join([*(f"{k}={v}" for k, v in cmd.env.items()), *cmd.argv]) in text
     # env values with spaces are quoted, exactly as a shell would need them
     assert "'FAKE_MODE=two words' fakeperf -c" in text

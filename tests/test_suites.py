@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
 
 import pytest
 
-import benchharness.tools
 from benchharness.errors import ConfigError, UsageError
 from benchharness.suites import (
     Suite,
@@ -23,24 +21,6 @@ FIXTURES = Path(__file__).parent / "fixtures" / "suites"
 REPO_SUITES = Path(__file__).resolve().parent.parent / "suites"
 
 TELEMETRY_DEFAULTS = {"telemetry": "on", "telemetry_interval": 1.0, "preflight": "warn"}
-
-
-def _load_fakes() -> dict:
-    spec = importlib.util.spec_from_file_location("suite_fake_tools", FIXTURES / "fake_tools.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.FAKES
-
-
-FAKES = _load_fakes()
-
-
-@pytest.fixture
-def fake_tools(monkeypatch: pytest.MonkeyPatch) -> dict:
-    """Only the fake adapters are registered, so error messages list exactly them."""
-    monkeypatch.setattr(benchharness.tools, "registry", lambda: FAKES)
-    return FAKES
 
 
 # ---------------------------------------------------------------- validation errors
