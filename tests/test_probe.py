@@ -119,3 +119,16 @@ def test_probe_runs_for_real_on_this_machine() -> None:
         assert iperf3["available"] is True and re.fullmatch(r"3\.\d+(\.\d+)?", iperf3["version"])
     else:
         assert iperf3 == {"available": False, "reason": "iperf3 not found in PATH"}
+
+
+def test_summary_rows_name_the_downgraded_link_and_numa_node(degraded: dict[str, Any]) -> None:
+    from benchharness.telemetry.doctor import fact_line
+    from benchharness.telemetry.summary import host_row, is_probe_facts, nic_row
+
+    assert is_probe_facts(degraded) and not is_probe_facts({"available": False, "reason": "x"})
+    host = host_row(degraded)
+    assert host["governor"] == "powersave" and host["CPU"].startswith("Intel(R) Xeon(R) Platinum 8480+")
+    cx7 = nic_row(next(n for n in degraded["nics"]["devices"] if n["netdev"] == "ens1f0np0"))
+    assert cx7["PCIe"] == "Gen4 x8 of Gen5 x16 — DOWNGRADED"
+    assert cx7["NUMA"] == "1" and cx7["RDMA"] == "mlx5_0"
+    assert "DOWNGRADED" in fact_line("gpu01", degraded)

@@ -18,6 +18,7 @@ from typing import Any
 from benchharness import __version__, analysis, runview
 from benchharness.report import charts
 from benchharness.store import RunDir
+from benchharness.telemetry import summary as fact_summary
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 MAX_LIST = 200
@@ -133,13 +134,17 @@ def telemetry(run: RunDir, info: Mapping[str, Any]) -> dict[str, Any]:
     facts = runview.read_facts(run)
     host_rows, nic_rows, nic_cols = [], [], []
     for host, hf in facts.items():
-        top = {k: v for k, v in (hf.items() if isinstance(hf, Mapping) else [])
-               if k not in ("nics", "nic")}
-        host_rows.append((host, list(runview.flatten(top, limit=24).items())))
-        for nic in runview.nic_entries(hf):
-            flat = runview.flatten(nic, limit=24)
-            nic_cols += [k for k in flat if k not in nic_cols]
-            nic_rows.append((host, flat))
+        if fact_summary.is_probe_facts(hf):  # the probe's own format: the facts a reader wants
+            host_rows.append((host, list(fact_summary.host_row(hf).items())))
+            rows = [fact_summary.nic_row(nic) for nic in runview.nic_entries(hf)]
+        else:  # anything else is shown as it is, flattened
+            top = {k: v for k, v in (hf.items() if isinstance(hf, Mapping) else [])
+                   if k not in ("nics", "nic")}
+            host_rows.append((host, list(runview.flatten(top, limit=24).items())))
+            rows = [runview.flatten(nic, limit=24) for nic in runview.nic_entries(hf)]
+        for row in rows:
+            nic_cols += [k for k in row if k not in nic_cols]
+            nic_rows.append((host, row))
     nic_cols = nic_cols[:14]
     series = runview.sampler_series(run)
     figures = []

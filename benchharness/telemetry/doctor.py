@@ -11,6 +11,7 @@ from typing import Any
 from benchharness.errors import EXIT_OK, EXIT_STEPS_FAILED, EXIT_VERDICT_FAILED
 from benchharness.model import Host
 from benchharness.telemetry.collect import probe_all
+from benchharness.telemetry.summary import host_row, is_probe_facts, nic_row
 from benchharness.transport import transport_for
 
 _MARK = {"fail": "FAIL", "warn": "WARN", "info": "info", "pass": "ok"}
@@ -18,23 +19,16 @@ _MARK = {"fail": "FAIL", "warn": "WARN", "info": "info", "pass": "ok"}
 
 def fact_line(name: str, facts: dict[str, Any]) -> str:
     """One line of the most telling facts of a host."""
-    if facts.get("available") is False:
-        return f"{name}: facts unavailable: {facts.get('reason')}"
-    host = facts.get("host") or {}
-    cpu = facts.get("cpu") or {}
-    numa = facts.get("numa") or {}
+    if not is_probe_facts(facts):
+        return f"{name}: facts unavailable: {facts.get('reason', 'not the probe format')}"
+    h = host_row(facts)
     nics = []
     for nic in (facts.get("nics") or {}).get("devices", []):
-        pcie = nic.get("pcie") or {}
-        link = ""
-        if pcie.get("available", True) and pcie.get("current_link_width"):
-            link = f" PCIe {pcie.get('current_link_speed')} x{pcie.get('current_link_width')}"
-        speed = f"{nic['speed_mbps'] // 1000}G" if nic.get("speed_mbps") else "speed ?"
-        nics.append(f"{nic.get('netdev')} {speed} mtu {nic.get('mtu')} numa {nic.get('numa_node')}{link}")
-    nodes = len(numa.get("nodes", [])) if isinstance(numa, dict) else "?"
-    return (f"{name}: {host.get('os', '?')}, kernel {host.get('kernel', '?')}, {cpu.get('model', '?')} "
-            f"({cpu.get('logical_cores', '?')} cpus, {nodes} NUMA nodes); "
-            f"NICs: {'; '.join(nics) or 'none'}")
+        n = nic_row(nic)
+        pcie = f" PCIe {n['PCIe']}" if n["PCIe"] else ""
+        nics.append(f"{n['netdev']} {n['speed']} mtu {n['MTU']} numa {n['NUMA'] or '?'}{pcie}")
+    return (f"{name}: {h['OS']}, kernel {h['kernel']}, {h['CPU']}, {h['NUMA']}, {h['memory']}; "
+            f"NICs: {'; '.join(nics) or 'none'}; tools: {h['tools']}")
 
 
 def doctor(hosts: Sequence[Host], out: str | None = None, echo: Any = print) -> int:
