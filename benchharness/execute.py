@@ -82,8 +82,10 @@ def run_suite(suite_ref: str, hosts_ref: str | None, overrides: Mapping[str, str
     echo(f"run {session.run_dir.path.name}: suite {session.suite.name}, {len(session.plan.steps)} steps in "
          f"{len(session.plan.rounds)} rounds on {len(session.plan.hosts)} host(s); "
          f"results in {session.run_dir.path}")
+    from benchharness.progress import Progress
+
     observers, result, runner, iso = _execute(session, overrides, suite_ref, hosts_ref, echo,
-                                              progress or (lambda line: print(line, file=sys.stderr, flush=True)))
+                                              progress or Progress())
     return _finish(session, observers, result, runner, iso, junit, echo)
 
 
