@@ -133,11 +133,13 @@ class Runner:
             list(pool.map(connect, remote))
 
     # -- processes ---------------------------------------------------------------------------
-    def _track(self, proc: Process) -> None:
+    def track(self, proc: Process) -> None:
+        """Remember a process this run started, so that every exit path stops it."""
         with self._lock:
             self._live.add(proc)
 
-    def _untrack(self, proc: Process) -> None:
+    def untrack(self, proc: Process) -> None:
+        """Forget a process that has ended."""
         with self._lock:
             self._live.discard(proc)
 
@@ -352,7 +354,7 @@ class Runner:
 
     def _start(self, cmd: Command, limit_s: float) -> Process:
         proc = self.transport(cmd.host).start(cmd.argv, cmd.env, limit_s=limit_s)
-        self._track(proc)
+        self.track(proc)
         return proc
 
     def _finish(self, cmd: Command, proc: Process) -> CommandResult:
@@ -366,7 +368,7 @@ class Runner:
         if rc is None:
             proc.stop()
             rc = proc.wait(5.0)
-        self._untrack(proc)
+        self.untrack(proc)
         return CommandResult(cmd, rc, proc.stdout, proc.stderr, proc.started, time.time(),
                              timed_out=timed_out, stopped=self.stopping.is_set() and not timed_out)
 
@@ -382,7 +384,7 @@ class Runner:
             if stopped:
                 proc.stop(1.0)
                 rc = proc.wait(5.0)
-            self._untrack(proc)
+            self.untrack(proc)
             results.append(CommandResult(cmd, rc, proc.stdout, proc.stderr, proc.started, time.time(),
                                          stopped=stopped))
         return results

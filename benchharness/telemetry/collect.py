@@ -156,7 +156,7 @@ class TelemetryObserver:
                 continue
             proc = runner.transport(host).start(sampler_argv(host, path, self.interval), stdin=True,
                                                 limit_s=3600)
-            runner._track(proc)
+            runner.track(proc)
             started.append((host, proc))
         self._samplers[step.id] = started
 
@@ -167,7 +167,7 @@ class TelemetryObserver:
             proc.close_stdin()
             if proc.wait(10.0) is None:
                 proc.stop(1.0)
-            runner._untrack(proc)
+            runner.untrack(proc)
             lines, snaps = split_sampler_output(proc.stdout)
             if lines:
                 runner.run_dir.write_text(f"telemetry/samples/{safe_name(step.id)}/{safe_name(host.name)}.jsonl",
