@@ -27,7 +27,12 @@ fi
 if [ ! -x .venv/bin/bench ] || [ pyproject.toml -nt .venv/.installed ]; then
   echo "setup.sh: creating .venv and installing benchharness" >&2
   python3 -m venv .venv
-  .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-  .venv/bin/python -m pip install -q -e '.[dev]'
+  # pip's and setuptools' chatter goes to a log, shown only if the install fails
+  if ! { .venv/bin/python -m pip install -q --upgrade pip &&
+         .venv/bin/python -m pip install -q -e '.[dev]'; } >.venv/install.log 2>&1; then
+    cat .venv/install.log >&2
+    echo "setup.sh: installing benchharness failed (log above, also in .venv/install.log)" >&2
+    exit 1
+  fi
   touch .venv/.installed
 fi
