@@ -205,6 +205,7 @@ def _finish(session: Session, observers: list[Any], result: Any, runner: Any, is
         "verdicts": [v.__dict__ for v in verdicts],
         "preflight": {s: sum(v.status == s for v in preflight) for s in ("fail", "warn", "info", "pass")},
         "down_hosts": runner.down,
+        "tool_versions": _tool_versions(observers),
         **({"isolation": iso.summary()} if iso else {}),
     })
     run_dir.write_run_info(info)
@@ -226,6 +227,16 @@ def _finish(session: Session, observers: list[Any], result: Any, runner: Any, is
     _acceptance_outputs(run_dir, info, verdicts, junit, report, echo)
     echo(f"report: {report.resolve()}" if report else f"results: {run_dir.path.resolve()}")
     return code
+
+
+def _tool_versions(observers: list[Any]) -> dict[str, str]:
+    """Versions of the tools on the hosts, from the facts the telemetry probed."""
+    from benchharness.telemetry.summary import tool_versions
+
+    facts: dict[str, Any] = {}
+    for obs in observers:
+        facts.update(getattr(obs, "facts", {}) or {})
+    return tool_versions(facts)
 
 
 def _verdicts(run_dir: RunDir, info: dict[str, Any]) -> list[Verdict]:

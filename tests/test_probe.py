@@ -132,3 +132,15 @@ def test_summary_rows_name_the_downgraded_link_and_numa_node(degraded: dict[str,
     assert cx7["PCIe"] == "Gen4 x8 of Gen5 x16 — DOWNGRADED"
     assert cx7["NUMA"] == "1" and cx7["RDMA"] == "mlx5_0"
     assert "DOWNGRADED" in fact_line("gpu01", degraded)
+
+
+def test_tool_versions_across_hosts_name_the_odd_one_out() -> None:
+    from benchharness.telemetry.summary import tool_versions
+
+    def facts(perftest: str) -> dict[str, Any]:
+        return {"tools": {"perftest": {"available": True, "version": perftest},
+                          "iperf3": {"available": True, "version": "3.12"},
+                          "nccl-tests": {"available": False, "reason": "not found"}}}
+
+    got = tool_versions({"h1": facts("6.06"), "h2": facts("6.06"), "h3": facts("5.9")})
+    assert got == {"iperf3": "3.12", "perftest": "5.9 (h3); 6.06 (h1, h2)"}

@@ -123,6 +123,9 @@ def _table(summary: pd.DataFrame, metric: str, show: list[str]) -> dict[str, Any
             "better": "higher is better" if analysis.higher_is_better(metric) else "lower is better"}
 
 
+SIZE_DERIVED = frozenset({"count", "length", "size", "sizes"})
+
+
 def _pct(value: float) -> str:
     return f"{value * 100:.1f}%" if isinstance(value, float) and math.isfinite(value) else "–"
 
@@ -138,7 +141,9 @@ def _series(summary: pd.DataFrame, metric: str, show: list[str], x: str,
     rows = summary[summary["metric"] == metric]
     if rows.empty:
         return [], ""
-    names = [c for c in show if c != x]
+    # Labels that follow the message size (nccl-tests' element count, the size as written in the
+    # suite) name no series of their own: one line per setup, not one point per line.
+    names = [c for c in show if c != x and not (x == "size_bytes" and c in SIZE_DERIVED)]
     groups = list(rows.groupby(names, dropna=False, sort=True)) if names else [((), rows)]
     series = []
     for key, sub in groups:

@@ -75,3 +75,20 @@ def nic_row(nic: Mapping[str, Any]) -> dict[str, str]:
         "RDMA": ", ".join(str(d) for d in nic.get("rdma_devices") or []),
         "virtual": "yes" if nic.get("virtual") else "",
     }
+
+
+def tool_versions(facts_by_host: Mapping[str, Any]) -> dict[str, str]:
+    """Tool → version across hosts; hosts that disagree are named (``6.06 (h1, h2); 5.9 (h3)``)."""
+    seen: dict[str, dict[str, list[str]]] = {}
+    for host, facts in sorted(facts_by_host.items()):
+        tools = facts.get("tools") if isinstance(facts, Mapping) else None
+        for name, tool in (tools or {}).items():
+            if isinstance(tool, Mapping) and tool.get("available") and tool.get("version"):
+                seen.setdefault(name, {}).setdefault(str(tool["version"]), []).append(host)
+    out = {}
+    for name, versions in sorted(seen.items()):
+        if len(versions) == 1:
+            out[name] = next(iter(versions))
+        else:
+            out[name] = "; ".join(f"{v} ({', '.join(hosts)})" for v, hosts in sorted(versions.items()))
+    return out
