@@ -129,3 +129,16 @@ def test_exports(tmp_path: Path) -> None:
     assert data["format"] == "benchharness-comparison" and data["baseline"] == "CX6 · fw 22.36"
     big = next(r for r in data["summary"] if r["test"] == "rdma-bw" and r["band"] == "large")
     assert big["winner"] == "CX7 · fw 28.39" and big["factor"] == pytest.approx(1.357, abs=0.03)
+
+
+def test_size_derived_labels_do_not_split_chart_series() -> None:
+    """nccl-tests' element count follows the size: one line per placement, not one per point."""
+    import pandas as pd
+
+    from benchharness.report.sections import _series
+
+    rows = [{"metric": "busbw_GBps", "size_bytes": size, "count": size // 4, "placement": placement,
+             "median": size / 1e6} for size in (1024, 4096, 16384) for placement in ("in-place", "out-of-place")]
+    series, _ = _series(pd.DataFrame(rows), "busbw_GBps", ["count", "placement", "size_bytes"], "size_bytes")
+    assert sorted(s.name for s in series) == ["in-place", "out-of-place"]
+    assert all(len(s.points) == 3 for s in series)
