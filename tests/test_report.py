@@ -138,7 +138,8 @@ def test_size_derived_labels_do_not_split_chart_series() -> None:
     from benchharness.report.sections import _series
 
     rows = [{"metric": "busbw_GBps", "size_bytes": size, "count": size // 4, "placement": placement,
-             "median": size / 1e6} for size in (1024, 4096, 16384) for placement in ("in-place", "out-of-place")]
+             "median": size / 1e6, "ci95_low": size / 1e6, "ci95_high": size / 1e6, "n": 1}
+            for size in (1024, 4096, 16384) for placement in ("in-place", "out-of-place")]
     series, _ = _series(pd.DataFrame(rows), "busbw_GBps", ["count", "placement", "size_bytes"], "size_bytes")
     assert sorted(s.name for s in series) == ["in-place", "out-of-place"]
     assert all(len(s.points) == 3 for s in series)
