@@ -331,6 +331,9 @@ def run_label(run_infos: Sequence[Mapping[str, Any]]) -> list[str]:
     dims = [_dimensions(info) for info in run_infos]
     if not dims:
         return []
+    given = [str((info.get("labels") or {}).get("label") or "") for info in run_infos]
+    if all(given) and len(set(given)) == len(given):  # names the user chose (`label=`) win
+        return given
     if len(dims) == 1:
         d = dims[0]
         parts = [d.get("suite", ""), d.get("nic_model", "")]

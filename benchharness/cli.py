@@ -25,7 +25,7 @@ EXIT_CODES = """exit codes:
 """
 
 # Keys that `bench run` consumes itself; every other key=value overrides a suite parameter.
-RUN_KEYS = ("suite", "hosts", "out", "resume", "launcher", "junit", "baseline")
+RUN_KEYS = ("suite", "hosts", "out", "resume", "launcher", "junit", "baseline", "label")
 
 
 def parse_kv(items: Sequence[str], allowed: Sequence[str] | None = None) -> dict[str, str]:
@@ -54,7 +54,7 @@ def cmd_run(ns: argparse.Namespace) -> int:
     suite = kv.pop("suite", None) or "quick"
     hosts, out, resume = kv.pop("hosts", None), kv.pop("out", None), kv.pop("resume", None)
     return run_suite(suite, hosts, kv, out=out, resume=resume, launcher=kv.pop("launcher", None),
-                     junit=kv.pop("junit", None), baseline=kv.pop("baseline", None))
+                     junit=kv.pop("junit", None), baseline=kv.pop("baseline", None), label=kv.pop("label", None))
 
 
 def cmd_plan(ns: argparse.Namespace) -> int:
@@ -288,6 +288,7 @@ def build_parser() -> argparse.ArgumentParser:
         "  hosts=INVENTORY   Ansible inventory (path or name in inventories/); omit for the local machine\n"
         "  out=DIR           run directory (default reports/<run-id>)\n"
         "  resume=RUN        continue an interrupted run, skipping finished steps\n"
+        "  label=TEXT        how reports and comparisons name this run (default: what differs)\n"
         "  launcher=ssh|slurm  how commands reach the hosts: SSH (default) or Slurm job steps (srun)\n"
         "  junit=FILE        also write the verdicts as JUnit XML (one testcase per check, per host)\n"
         "  baseline=REF      run that 'N% baseline' checks compare with: a tag (golden), latest-pass,\n"

@@ -70,7 +70,7 @@ def run_suite(suite_ref: str, hosts_ref: str | None, overrides: Mapping[str, str
               out: str | None = None, resume: str | None = None,
               echo: Callable[[str], None] = print,
               progress: Callable[[str], None] | None = None, launcher: str | None = None,
-              junit: str | None = None, baseline: str | None = None) -> int:
+              junit: str | None = None, baseline: str | None = None, label: str | None = None) -> int:
     """Run a suite on an inventory's hosts (or the local machine) and return the exit code.
 
     ``launcher`` (ssh, slurm; default the hosts' ``bench_launcher`` var, else ssh) says how
@@ -79,6 +79,9 @@ def run_suite(suite_ref: str, hosts_ref: str | None, overrides: Mapping[str, str
     """
     session = open_session(suite_ref, hosts_ref, overrides, out=out, resume=resume,
                            launcher=launcher, baseline=baseline)
+    if label:
+        session.info["labels"] = {**(session.info.get("labels") or {}), "label": label}
+        session.run_dir.write_run_info(session.info)
     echo(f"run {session.run_dir.path.name}: suite {session.suite.name}, {len(session.plan.steps)} steps in "
          f"{len(session.plan.rounds)} rounds on {len(session.plan.hosts)} host(s); "
          f"results in {session.run_dir.path}")

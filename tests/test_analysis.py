@@ -196,3 +196,13 @@ def test_compare_same_distribution_and_too_few_reps(tmp_path: Path) -> None:
     # rdma-lat has 2 pairs: 4 vs 2 samples per cell -> never a claim
     assert set(lat["cell_result"]) == {"insufficient repetitions"} and not lat["winner"].any()
     shutil.rmtree(tmp_path / "a")
+
+
+def test_labels_the_user_chose_name_the_runs() -> None:
+    from benchharness.analysis import run_label
+
+    infos = [{"run_id": "a", "labels": {"label": "vendor A"}}, {"run_id": "b", "labels": {"label": "vendor B"}}]
+    assert run_label(infos) == ["vendor A", "vendor B"]
+    # the same label twice says nothing apart: fall back to what differs
+    assert len(set(run_label([{"run_id": "a", "labels": {"label": "x"}},
+                              {"run_id": "b", "labels": {"label": "x"}}]))) == 2
