@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+from collections.abc import Mapping
 from typing import Any
 
 
@@ -19,3 +20,11 @@ def extra_args(value: Any) -> list[str]:
     if isinstance(value, list | tuple) and all(isinstance(a, str) for a in value):
         return list(value)
     raise ValueError(f"extra_args: must be a string of options or a list of strings, not {value!r}")
+
+
+def reject_unknown(tool: str, params: Mapping[str, Any], known: Mapping[str, Any]) -> None:
+    """ValueError naming the parameters ``tool`` does not have, their values and the known ones."""
+    unknown = sorted(set(params) - set(known))
+    if unknown:
+        given = ", ".join(f"{k}={params[k]!r}" for k in unknown)
+        raise ValueError(f"{tool}: unknown parameter(s) {given}; known: {', '.join(sorted(known))}")

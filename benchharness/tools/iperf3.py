@@ -21,7 +21,7 @@ from typing import Any
 from benchharness.errors import ToolFailure
 from benchharness.model import Command, CommandResult, Host, Record, Step
 from benchharness.tools import iperf3_parse
-from benchharness.tools.common import extra_args
+from benchharness.tools.common import extra_args, reject_unknown
 from benchharness.units import parse_duration, parse_rate, parse_size
 
 SERVER_READY = r"Server listening on \d+"
@@ -65,11 +65,7 @@ class Iperf3Adapter:
 
     def check_params(self, params: Mapping[str, Any]) -> None:
         """Raise ValueError naming the parameter and its bad value."""
-        unknown = sorted(set(params) - set(self.params))
-        if unknown:
-            given = ", ".join(f"{k}={params[k]!r}" for k in unknown)
-            raise ValueError(f"iperf3: unknown parameter(s) {given}; "
-                             f"known: {', '.join(sorted(self.params))}")
+        reject_unknown(self.name, params, self.params)
         p = {**self.params, **params}
 
         def bad(name: str, why: str) -> ValueError:

@@ -23,7 +23,7 @@ from typing import Any
 from benchharness.errors import ToolFailure
 from benchharness.model import Command, CommandResult, Host, Record, Step
 from benchharness.tools import perftest_parse as pp
-from benchharness.tools.common import extra_args
+from benchharness.tools.common import extra_args, reject_unknown
 from benchharness.units import parse_duration, parse_size
 
 TESTS = ("ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_atomic_bw",
@@ -67,10 +67,7 @@ class PerftestAdapter:
 
     def check_params(self, params: Mapping[str, Any]) -> None:
         """Raise ValueError naming the parameter when a value is wrong for perftest."""
-        unknown = set(params) - set(self.params)
-        if unknown:
-            raise ValueError(f"unknown perftest parameter(s): {', '.join(sorted(unknown))} "
-                             f"(known: {', '.join(sorted(self.params))})")
+        reject_unknown(self.name, params, self.params)
         test = params.get("test")
         if test not in TESTS:
             raise ValueError(f"test: must be one of {', '.join(TESTS)}, not {test!r}")

@@ -21,7 +21,7 @@ from typing import Any
 
 from benchharness.errors import ToolFailure
 from benchharness.model import Command, CommandResult, Host, Record, Step
-from benchharness.tools.common import extra_args
+from benchharness.tools.common import extra_args, reject_unknown
 from benchharness.tools.textclean import clean
 from benchharness.units import parse_duration, parse_size
 
@@ -137,9 +137,7 @@ class UcxPerftestAdapter:
 
     def check_params(self, params: Mapping[str, Any]) -> None:
         """Raise ValueError naming the parameter when a value is wrong for ucx_perftest."""
-        unknown = set(params) - set(self.params)
-        if unknown:
-            raise ValueError(f"unknown ucx_perftest parameter(s): {', '.join(sorted(unknown))}")
+        reject_unknown(self.name, params, self.params)
         test = params.get("test", "tag_bw")
         if test not in UCP_TESTS + UCT_TESTS:
             raise ValueError(f"test: one of {', '.join(UCP_TESTS + UCT_TESTS)}, not {test!r}")
