@@ -1,5 +1,5 @@
 """`python -m benchharness` is the `bench` command."""
 
-from benchharness.cli import main
+from benchharness.cli.main import main
 
 raise SystemExit(main())

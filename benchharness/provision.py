@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchharness.errors import ConfigError, StepsFailed, UsageError
+from benchharness.core.errors import ConfigError, StepsFailed, UsageError
 
 ANSIBLE_DIR = Path(__file__).resolve().parent.parent / "ansible"
 SITE_PLAYBOOK = ANSIBLE_DIR / "site.yml"

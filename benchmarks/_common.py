@@ -23,8 +23,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchharness import lab  # noqa: E402 - after the path set-up, so a checkout runs without install
-from benchharness.lab import LabInfo  # noqa: E402
+from benchharness.lab import control as lab  # noqa: E402 - after the path set-up, so a checkout runs without install
+from benchharness.lab.control import LabInfo  # noqa: E402
 
 LAB_BASE = Path(tempfile.gettempdir()) / f"benchharness-benchmark-labs-{os.getpid()}"
 BENCH = [sys.executable, "-m", "benchharness"]

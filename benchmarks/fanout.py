@@ -17,8 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from _common import lab_up, result, skip_shell_rc
 
-from benchharness.inventory import load_inventory
-from benchharness.model import Host
+from benchharness.config.inventory import load_inventory
+from benchharness.core.model import Host
 from benchharness.telemetry import collect
 from benchharness.telemetry.collect import probe_all
 from benchharness.transport import Transport, transport_for

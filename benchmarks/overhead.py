@@ -11,7 +11,7 @@ mostly the report).
 Root's ~/.bashrc on the development machine runs ``pyenv init``, which costs every SSH command
 about 0.3-0.7 s; that is the machine, not the harness. Unless ``--as-is``, the benchmark's own lab
 sshd gets ``SetEnv SHLVL=1`` (bash then skips ~/.bashrc for ssh commands), as docs/performance.md
-proposes for lab.py; if lab.py already does it, nothing changes.
+proposes for lab/control.py; if it already does it, nothing changes.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ SUITE = ROOT / "benchmarks" / "suites" / "overhead.yaml"
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--duration", type=int, default=10)
-    ap.add_argument("--as-is", action="store_true", help="leave the lab's sshd as lab.py made it")
+    ap.add_argument("--as-is", action="store_true", help="leave the lab's sshd as lab/control.py made it")
     a = ap.parse_args()
     import subprocess
 
@@ -57,7 +57,7 @@ def main() -> None:
         "duration_s": a.duration, "lab_sshd_setenv_shlvl": patched,
     }
     note = ("lab sshd given SetEnv SHLVL=1 by the benchmark (root's ~/.bashrc skipped)" if patched else
-            "lab as lab.py made it")
+            "lab as lab/control.py made it")
     result("overhead", wall / tools_s, GOAL, "lower", figures,
            [f"bench run suite=benchmarks/suites/overhead.yaml hosts=<2-host lab> duration={a.duration}"], note)
 

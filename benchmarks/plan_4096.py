@@ -18,7 +18,7 @@ import time
 
 from _common import result
 
-from benchharness.schedule import all_pairs_rounds, ring
+from benchharness.planning.schedule import all_pairs_rounds, ring
 
 
 def human_s(s: float) -> str:

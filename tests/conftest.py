@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 import benchharness.tools
-from benchharness import lab
-from benchharness.errors import LabError
-from benchharness.lab import LabInfo
+from benchharness.core.errors import LabError
+from benchharness.lab import control as lab
+from benchharness.lab.control import LabInfo
 
 LAB_BASE = Path(tempfile.gettempdir()) / f"benchharness-test-labs-{os.getpid()}"
 """State directory of the labs the tests bring up (lab names are machine-wide all the same)."""

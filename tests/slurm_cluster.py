@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchharness.lab import LabInfo, netns_pids
+from benchharness.lab.control import LabInfo, netns_pids
 
 DAEMONS = ("munged", "slurmctld", "slurmd", "srun", "salloc", "sinfo", "scancel", "nsenter", "unshare")
 START_TIMEOUT_S = 30.0

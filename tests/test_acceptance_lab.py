@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from benchharness.store import RunDir
+from benchharness.results.store import RunDir
 
 pytestmark = pytest.mark.lab
 

@@ -15,8 +15,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from benchharness import analysis, stats
-from benchharness.store import RunDir
+from benchharness.analysis import comparison, stats
+from benchharness.analysis import frames as analysis
+from benchharness.core.metrics import higher_is_better, unit_of
+from benchharness.results.store import RunDir
 
 FIXTURES = Path(__file__).parent / "fixtures" / "runs"
 _spec = importlib.util.spec_from_file_location("synth", FIXTURES / "synth.py")
@@ -111,8 +113,8 @@ def test_metric_and_label_columns() -> None:
     assert analysis.metric_columns(df) == ["bw_avg_gbps", "busbw_GBps", "lat_p99_us", "retransmits",
                                            "loss_pct"]
     assert analysis.case_columns(df) == ["test", "size_bytes", "streams"]
-    assert analysis.higher_is_better("busbw_GBps") and not analysis.higher_is_better("lat_p99_us")
-    assert not analysis.higher_is_better("loss_pct") and analysis.unit_of("busbw_GBps") == "GB/s"
+    assert higher_is_better("busbw_GBps") and not higher_is_better("lat_p99_us")
+    assert not higher_is_better("loss_pct") and unit_of("busbw_GBps") == "GB/s"
 
 
 def test_summarize_per_case() -> None:
@@ -166,7 +168,7 @@ def test_run_labels_name_what_differs() -> None:
 
 # -- comparison ----------------------------------------------------------------------------------
 def test_compare_picks_faster_nic_with_ratio() -> None:
-    comp = analysis.compare([RunDir(FIXTURES / "nic-a"), RunDir(FIXTURES / "nic-b")])
+    comp = comparison.compare([RunDir(FIXTURES / "nic-a"), RunDir(FIXTURES / "nic-b")])
     assert comp.labels == ["CX6 · fw 22.36", "CX7 · fw 28.39"]
     bw = comp.bands[(comp.bands["test"] == "rdma-bw") & (comp.bands["metric"] == "bw_avg_gbps")]
     assert set(bw["winner"]) == {"CX7 · fw 28.39"}
@@ -185,13 +187,13 @@ def test_compare_picks_faster_nic_with_ratio() -> None:
 def test_compare_same_distribution_and_too_few_reps(tmp_path: Path) -> None:
     a = synth.build_run(tmp_path / "a", name="a", seed=11, firmware="1")
     b = synth.build_run(tmp_path / "b", name="b", seed=12, firmware="2")
-    comp = analysis.compare([a, b])
+    comp = comparison.compare([a, b])
     bw = comp.bands[(comp.bands["test"] == "rdma-bw") & (comp.bands["metric"] == "bw_avg_gbps")]
     assert bw["winner"].isna().all()
     assert set(bw["verdict"]) <= {"no significant difference"}
     few_a = synth.build_run(tmp_path / "fa", name="fa", reps=2, seed=1, peak_gbps=100, firmware="1")
     few_b = synth.build_run(tmp_path / "fb", name="fb", reps=1, seed=2, peak_gbps=200, firmware="2")
-    few = analysis.compare([few_a, few_b])
+    few = comparison.compare([few_a, few_b])
     lat = few.cells[few.cells["test"] == "rdma-lat"]
     # rdma-lat has 2 pairs: 4 vs 2 samples per cell -> never a claim
     assert set(lat["cell_result"]) == {"insufficient repetitions"} and not lat["winner"].any()
@@ -199,7 +201,7 @@ def test_compare_same_distribution_and_too_few_reps(tmp_path: Path) -> None:
 
 
 def test_labels_the_user_chose_name_the_runs() -> None:
-    from benchharness.analysis import run_label
+    from benchharness.analysis.frames import run_label
 
     infos = [{"run_id": "a", "labels": {"label": "vendor A"}}, {"run_id": "b", "labels": {"label": "vendor B"}}]
     assert run_label(infos) == ["vendor A", "vendor B"]

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from benchharness.catalog import CATALOG_NAME, Catalog, register_run
-from benchharness.errors import UsageError
-from benchharness.history import list_lines, tag_lines
-from benchharness.nics import host_nics
+from benchharness.cli.history import list_lines, tag_lines
+from benchharness.core.errors import UsageError
+from benchharness.results.catalog import CATALOG_NAME, Catalog, register_run
+from benchharness.results.nics import host_nics
 
 _spec = importlib.util.spec_from_file_location("acc_runs", Path(__file__).parent / "fixtures" / "acceptance" / "runs.py")
 assert _spec and _spec.loader

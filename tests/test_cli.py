@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from benchharness.cli import main, parse_kv
-from benchharness.errors import UsageError
+from benchharness.cli.main import main, parse_kv
+from benchharness.core.errors import UsageError
 
 
 def bench(*args: str, cwd=None) -> subprocess.CompletedProcess[str]:

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from benchharness.errors import ConfigError, ToolFailure
-from benchharness.model import CommandResult, Host, Step
+from benchharness.core.errors import ConfigError, ToolFailure
+from benchharness.core.model import CommandResult, Host, Step
 from benchharness.tools import get_tool, nccl_tests
 from benchharness.tools.mpi_launch import build_mpirun, check_env, lab_cidr
 from benchharness.tools.nccl_parse import parse_nccl_tests, strip_tags

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from benchharness import lab
-from benchharness.lab import LabInfo
-from benchharness.store import RunDir
+from benchharness.lab import control as lab
+from benchharness.lab.control import LabInfo
+from benchharness.results.store import RunDir
 
 pytestmark = pytest.mark.lab
 

@@ -19,10 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from benchharness import faults, lab
-from benchharness.lab import LabInfo
-from benchharness.model import Command, CommandResult, Host
-from benchharness.store import RunDir
+from benchharness.core.model import Command, CommandResult, Host
+from benchharness.execution import faults
+from benchharness.lab import control as lab
+from benchharness.lab.control import LabInfo
+from benchharness.results.store import RunDir
 from benchharness.transport.base import shell_exit_code
 
 LAB = "fltm"
@@ -403,8 +404,8 @@ def test_a_write_cut_short_leaves_whole_lines_only(tmp_path: Path) -> None:
     """A file size limit (EFBIG) stands in for a full disk: the append fails cleanly, nothing is torn."""
     script = (
         "import json, resource, signal, sys\n"
-        "from benchharness.errors import StorageError\n"
-        "from benchharness.store import RunDir\n"
+        "from benchharness.core.errors import StorageError\n"
+        "from benchharness.results.store import RunDir\n"
         "run = RunDir.create(__import__('pathlib').Path(sys.argv[1]))\n"
         "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
         "resource.setrlimit(resource.RLIMIT_FSIZE, (5000, 5000))\n"

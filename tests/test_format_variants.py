@@ -27,8 +27,8 @@ from typing import Any
 
 import pytest
 
-from benchharness.errors import ToolFailure
-from benchharness.parsers import get_parser
+from benchharness.cli.parsers import get_parser
+from benchharness.core.errors import ToolFailure
 
 ROOT = Path(__file__).parent / "fixtures" / "formats"
 TOOLS = ("perftest", "nccl-tests", "rccl-tests", "nccl-debug", "ucx_perftest", "iperf3")
@@ -183,7 +183,7 @@ def test_noise_alone_is_never_a_number() -> None:
 # ---- a few through the real command line ---------------------------------------------------------
 
 def _bench(*args: str) -> subprocess.CompletedProcess[str]:
-    code = "import sys; from benchharness.cli import main; sys.exit(main(sys.argv[1:]))"
+    code = "import sys; from benchharness.cli.main import main; sys.exit(main(sys.argv[1:]))"
     return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=60)
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from benchharness.parsers import get_parser
+from benchharness.cli.parsers import get_parser
 from benchharness.telemetry.parsers._common import clean_text, is_noise
 
 ROOT = Path(__file__).parent / "fixtures" / "formats" / "telemetry"

@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from benchharness import inventory as inv_mod
-from benchharness.errors import ConfigError, UsageError
-from benchharness.inventory import (
+from benchharness.config import inventory as inv_mod
+from benchharness.config.inventory import (
     REDACTED,
     connection_fields,
     find_inventory,
@@ -25,6 +24,7 @@ from benchharness.inventory import (
     redact,
     validate_bench_vars,
 )
+from benchharness.core.errors import ConfigError, UsageError
 
 FIX = Path(__file__).parent / "fixtures" / "inventories"
 BAD = FIX / "bad"
@@ -465,8 +465,8 @@ def test_fresh_process_prints_nothing(tmp_path):
     # A world-writable directory with an ansible.cfg makes ansible warn while it imports.
     tmp_path.chmod(0o777)
     (tmp_path / "ansible.cfg").write_text("[defaults]\n")
-    code = ("from benchharness.inventory import load_inventory\n"
-            "from benchharness.errors import ConfigError\n"
+    code = ("from benchharness.config.inventory import load_inventory\n"
+            "from benchharness.core.errors import ConfigError\n"
             f"load_inventory({str(REPO_INVENTORIES / 'lab.ini')!r})\n"
             "try:\n"
             f"    load_inventory({str(BAD / 'yaml_hosts_list.yaml')!r})\n"

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from benchharness.errors import ToolFailure
-from benchharness.model import Command, CommandResult, Host, Step
+from benchharness.core.errors import ToolFailure
+from benchharness.core.model import Command, CommandResult, Host, Step
 from benchharness.tools import iperf3_parse
 from benchharness.tools.iperf3 import ADAPTER, parse_client_result
 

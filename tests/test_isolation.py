@@ -8,7 +8,10 @@ from typing import Any
 
 import pytest
 
-from benchharness.isolation import (
+from benchharness.config.suites import load_suite
+from benchharness.core.model import Host, Record
+from benchharness.execution.runner import RunOutcome
+from benchharness.planning.isolation import (
     Baseline,
     Isolation,
     baseline,
@@ -17,11 +20,8 @@ from benchharness.isolation import (
     pair_scores,
     retest_plan,
 )
-from benchharness.model import Host, Record
-from benchharness.plan import Plan, build_plan
-from benchharness.runner import RunOutcome
-from benchharness.store import RunDir
-from benchharness.suites import load_suite
+from benchharness.planning.plan import Plan, build_plan
+from benchharness.results.store import RunDir
 
 HOSTS = [Host(f"h{i}", f"198.18.0.{i}") for i in range(1, 5)]
 KEYS = {"pair-bw": ["length"]}

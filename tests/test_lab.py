@@ -15,9 +15,11 @@ import paramiko
 import pytest
 from conftest import make_lab
 
-from benchharness import lab, lab_files, lab_rdma
-from benchharness.errors import LabError
-from benchharness.lab import LabHost, LabInfo
+from benchharness.core.errors import LabError
+from benchharness.lab import control as lab
+from benchharness.lab import files as lab_files
+from benchharness.lab import rdma as lab_rdma
+from benchharness.lab.control import LabHost, LabInfo
 
 # --- pure helpers -------------------------------------------------------------------------
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from benchharness.errors import ToolFailure
-from benchharness.model import CommandResult, Host, Step
-from benchharness.parsers import get_parser
+from benchharness.cli.parsers import get_parser
+from benchharness.core.errors import ToolFailure
+from benchharness.core.model import CommandResult, Host, Step
 from benchharness.tools.nccl_debug import network_matches, parse_nccl_debug, parse_nccl_debug_text
 from benchharness.tools.nccl_tests import NCCL
 

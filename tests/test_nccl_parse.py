@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from benchharness.errors import ToolFailure
+from benchharness.core.errors import ToolFailure
 from benchharness.tools.nccl_parse import collective_name, parse_nccl_tests, strip_tags
 from benchharness.tools.nccl_tests import NCCL, RCCL
 

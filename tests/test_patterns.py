@@ -11,11 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchharness.model import Host, Step
-from benchharness.plan import build_plan, describe_plan
-from benchharness.runner import Runner
-from benchharness.store import RunDir
-from benchharness.suites import expand_cases, load_suite
+from benchharness.config.suites import expand_cases, load_suite
+from benchharness.core.model import Host, Step
+from benchharness.execution.runner import Runner
+from benchharness.planning.describe import describe_plan
+from benchharness.planning.plan import build_plan
+from benchharness.results.store import RunDir
 from benchharness.tools import get_tool
 from benchharness.tools.iperf3 import ON_OFF_INTERVAL, on_off_argv, on_off_seconds
 
@@ -98,6 +99,7 @@ def test_on_off_and_stagger_for_real_on_this_machine(tmp_path) -> None:
     class TwoRounds:
         rounds = [[on_off], [stagger]]
         hosts = [LOCAL]
+        launcher = "ssh"
         steps = [on_off, stagger]
 
     run = RunDir.create(tmp_path / "run")
@@ -204,7 +206,7 @@ def test_all_pairs_suite_isolates_and_bursty_suite_keeps_fine_intervals() -> Non
     ("isolation_lat_factor: 0.5", "isolation_lat_factor must be a factor"),
 ])
 def test_isolation_settings_are_checked_with_their_line(tmp_path, text: str, message: str) -> None:
-    from benchharness.errors import ConfigError
+    from benchharness.core.errors import ConfigError
 
     path = tmp_path / "s.yaml"
     path.write_text(f"settings:\n  duration: 1\n  {text}\ntests:\n  - {{name: t, tool: iperf3}}\n")
@@ -221,7 +223,7 @@ def test_isolate_can_be_set_on_the_command_line() -> None:
 # ---------------------------------------------------------------- bench plan
 
 def test_bench_plan_shows_each_commands_host_port_and_delay(tmp_path, capsys) -> None:
-    from benchharness.cli import main
+    from benchharness.cli.main import main
 
     inv = tmp_path / "hosts.ini"
     inv.write_text("[lab]\n" + "".join(f"h{i} ansible_host=198.18.0.{i}\n" for i in range(1, 5)))

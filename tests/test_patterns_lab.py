@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 from conftest import make_lab
 
-from benchharness.lab import LabInfo
-from benchharness.store import RunDir, safe_name
+from benchharness.core.naming import safe_name
+from benchharness.lab.control import LabInfo
+from benchharness.results.store import RunDir
 
 pytestmark = pytest.mark.lab
 

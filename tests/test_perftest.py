@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from benchharness.errors import ToolFailure
-from benchharness.model import Command, CommandResult, Host, Step
+from benchharness.core.errors import ToolFailure
+from benchharness.core.model import Command, CommandResult, Host, Step
 from benchharness.tools import get_tool
 from benchharness.tools import perftest_parse as pp
 from benchharness.tools.perftest import ADAPTER, READY_PATTERN

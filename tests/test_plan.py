@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 
 import benchharness.tools
-from benchharness.errors import ConfigError, UsageError
-from benchharness.inventory import Inventory
-from benchharness.model import Host
-from benchharness.plan import Plan, build_plan, describe_plan
-from benchharness.suites import load_suite
+from benchharness.config.inventory import Inventory
+from benchharness.config.suites import load_suite
+from benchharness.core.errors import ConfigError, UsageError
+from benchharness.core.model import Host
+from benchharness.planning.describe import describe_plan
+from benchharness.planning.plan import Plan, build_plan
 from benchharness.tools import get_tool
 
 FIXTURES = Path(__file__).parent / "fixtures" / "suites"

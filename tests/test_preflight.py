@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from benchharness.model import Host, Verdict
+from benchharness.core.model import Host, Verdict
 from benchharness.telemetry.preflight import run_checks
 
 PROBE = Path(__file__).parents[1] / "benchharness" / "telemetry" / "probe.py"

@@ -20,9 +20,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from benchharness import lab_rdma, provision
-from benchharness.errors import EXIT_STEPS_FAILED, ConfigError, LabError, UsageError
-from benchharness.lab import LabInfo
+from benchharness import provision
+from benchharness.core.errors import EXIT_STEPS_FAILED, ConfigError, LabError, UsageError
+from benchharness.lab import rdma as lab_rdma
+from benchharness.lab.control import LabInfo
 from benchharness.provision import ANSIBLE_DIR, HostRecap, ProvisionFailed, TaskFailure
 
 ROLES = ANSIBLE_DIR / "roles"

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from benchharness import regression
-from benchharness.catalog import Catalog, register_run
-from benchharness.history import history_lines
+from benchharness.analysis import regression
+from benchharness.cli.history import history_lines
 from benchharness.report.trend import render_trend
+from benchharness.results.catalog import Catalog, register_run
 
 _spec = importlib.util.spec_from_file_location("acc_runs", Path(__file__).parent / "fixtures" / "acceptance" / "runs.py")
 assert _spec and _spec.loader

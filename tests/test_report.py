@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from benchharness.report import exports
-from benchharness.report.html import render_comparison, render_run_report
-from benchharness.store import RunDir
+from benchharness.report.compare import render_comparison
+from benchharness.report.html import render_run_report
+from benchharness.results.store import RunDir
 
 FIXTURES = Path(__file__).parent / "fixtures" / "runs"
 _spec = importlib.util.spec_from_file_location("synth", FIXTURES / "synth.py")

@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
-from benchharness.report.html import render_comparison, render_run_report
-from benchharness.store import RunDir
+from benchharness.report.compare import render_comparison
+from benchharness.report.html import render_run_report
+from benchharness.results.store import RunDir
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")

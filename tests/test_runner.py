@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from benchharness import tools
-from benchharness.errors import ToolFailure
-from benchharness.model import Command, CommandResult, Host, Record, Step
-from benchharness.runner import Runner
-from benchharness.store import RunDir
+from benchharness.core.errors import ToolFailure
+from benchharness.core.model import Command, CommandResult, Host, Record, Step
+from benchharness.execution.runner import Runner
+from benchharness.results.store import RunDir
 
 LOCAL = Host("localhost", "127.0.0.1", local=True)
 
@@ -33,7 +33,7 @@ class EchoTool:
     def check_params(self, params: Any) -> None:
         pass
 
-    def commands(self, step: Step) -> list[Command]:
+    def commands(self, step: Step, launcher: str = "ssh") -> list[Command]:
         p = step.params
         server_script = "echo listening; sleep 59.7" if p.get("server_ready", True) else "echo broken >&2; exit 1"
         client_script = f"sleep {p.get('client_sleep', 0)}; echo value={p.get('value', 1)}"
@@ -59,6 +59,7 @@ class EchoTool:
 class FakePlan:
     rounds: list[list[Step]]
     hosts: list[Host] = field(default_factory=lambda: [LOCAL])
+    launcher: str = "ssh"
 
     @property
     def steps(self) -> list[Step]:

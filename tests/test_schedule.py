@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchharness.schedule import (
+from benchharness.planning.schedule import (
     all_pairs_rounds,
     all_to_all_rounds,
     incast,

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from benchharness import lab
-from benchharness.model import Command, CommandResult, Host
-from benchharness.store import RunDir
+from benchharness.core.model import Command, CommandResult, Host
+from benchharness.lab import control as lab
+from benchharness.results.store import RunDir
 from benchharness.transport.base import wrap_command
 
 HOSTILE_SUITE = Path(__file__).parent / "fixtures" / "faults" / "hostile.yaml"

@@ -19,11 +19,11 @@ import pytest
 from conftest import make_lab
 from slurm_cluster import LocalSlurm, local_slurm, slurm_missing
 
-from benchharness.errors import UsageError
-from benchharness.lab import LabInfo
-from benchharness.launchers import launcher_name, with_launcher
-from benchharness.model import Host, Step
-from benchharness.store import RunDir
+from benchharness.core.errors import UsageError
+from benchharness.core.model import Host, Step
+from benchharness.execution.launchers import launcher_name
+from benchharness.lab.control import LabInfo
+from benchharness.results.store import RunDir
 from benchharness.tools.mpi_launch import build_srun
 from benchharness.tools.nccl_tests import CPU, NCCL
 from benchharness.transport.slurm import SlurmLauncher, join_allocation, step_argv
@@ -67,10 +67,10 @@ def test_build_srun_puts_mca_settings_in_the_environment() -> None:
 
 
 def test_collectives_use_srun_when_the_hosts_launch_through_slurm() -> None:
-    hosts = tuple(with_launcher(_hosts(2, gpus=8, slurm_mpi="pmi2"), "slurm"))
+    hosts = tuple(_hosts(2, gpus=8, slurm_mpi="pmi2"))
     step = Step(id="s1", test="ar", tool="nccl-tests", params={"op": "all_reduce"}, hosts=hosts,
                 pattern="group")
-    (cmd,) = NCCL.commands(step)
+    (cmd,) = NCCL.commands(step, launcher="slurm")
     assert cmd.argv[0] == "srun" and cmd.role == "launcher" and cmd.host.name == "h1"
     assert "--nodelist=node01,node02" in cmd.argv and "--ntasks-per-node=8" in cmd.argv
     assert "--mpi=pmi2" in cmd.argv and "mpirun" not in cmd.argv

@@ -7,9 +7,10 @@ import stat
 
 import pytest
 
-from benchharness.errors import UsageError
-from benchharness.model import Command, CommandResult, Host
-from benchharness.store import SCHEMA_VERSION, RunDir, find_run, list_runs, new_run_id, safe_name
+from benchharness.core.errors import UsageError
+from benchharness.core.model import Command, CommandResult, Host
+from benchharness.core.naming import safe_name
+from benchharness.results.store import SCHEMA_VERSION, RunDir, find_run, list_runs, new_run_id
 
 
 def test_create_write_and_read_back(tmp_path) -> None:

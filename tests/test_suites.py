@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from benchharness.errors import ConfigError, UsageError
-from benchharness.suites import (
+from benchharness.config.suites import (
     Suite,
     expand_cases,
     find_suite,
@@ -16,6 +15,7 @@ from benchharness.suites import (
     load_suite,
     suite_dirs,
 )
+from benchharness.core.errors import ConfigError, UsageError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "suites"
 REPO_SUITES = Path(__file__).resolve().parent.parent / "suites"

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from benchharness.parsers import get_parser, registry
+from benchharness.cli.parsers import get_parser, registry
 
 FIXTURES = Path(__file__).parent / "fixtures" / "telemetry" / "parsers"
 CASES = sorted(p for p in FIXTURES.glob("*/*") if not p.name.endswith(".expected.json"))

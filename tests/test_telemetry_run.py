@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from benchharness.model import Host, Step
-from benchharness.store import RunDir
+from benchharness.core.model import Host, Step
+from benchharness.results.store import RunDir
 from benchharness.telemetry.collect import (
     _flat_highlights,
     sampler_argv,

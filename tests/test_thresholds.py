@@ -6,9 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from benchharness.errors import ConfigError
-from benchharness.suites import load_suite
-from benchharness.thresholds import (
+from benchharness.config.suites import load_suite
+from benchharness.config.thresholds import (
     CheckError,
     Threshold,
     parse_check,
@@ -16,6 +15,7 @@ from benchharness.thresholds import (
     parse_sizes,
     parse_threshold,
 )
+from benchharness.core.errors import ConfigError
 
 
 @pytest.mark.parametrize(("text", "value", "reference"), [

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 
-from benchharness.model import Host
+from benchharness.core.model import Host
 from benchharness.transport import transport_for
 from benchharness.transport.base import wrap_command
 

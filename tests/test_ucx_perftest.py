@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from benchharness.errors import ToolFailure
-from benchharness.model import Command, CommandResult, Host, Step
+from benchharness.core.errors import ToolFailure
+from benchharness.core.model import Command, CommandResult, Host, Step
 from benchharness.tools import get_tool
 from benchharness.tools.ucx_perftest import ADAPTER, READY_PATTERN, parse_output
 

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from benchharness.catalog import Catalog
-from benchharness.errors import EXIT_OK, EXIT_STEPS_FAILED, EXIT_VERDICT_FAILED, UsageError
-from benchharness.execute import exit_code_for
-from benchharness.model import Verdict
-from benchharness.verdicts import ROLLUP, check_baseline_ref, evaluate, summary_lines
+from benchharness.analysis.verdicts import ROLLUP, check_baseline_ref, evaluate, summary_lines
+from benchharness.core.errors import EXIT_OK, EXIT_STEPS_FAILED, EXIT_VERDICT_FAILED, UsageError
+from benchharness.core.model import Verdict
+from benchharness.execution.execute import exit_code_for
+from benchharness.results.catalog import Catalog
 
 _spec = importlib.util.spec_from_file_location("acc_runs", Path(__file__).parent / "fixtures" / "acceptance" / "runs.py")
 assert _spec and _spec.loader

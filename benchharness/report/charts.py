@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from markupsafe import Markup, escape
 
-from benchharness.units import format_size
+from benchharness.core.units import format_size
 
 PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#59a14f", "#b07aa1", "#76b7b2", "#edc948",
            "#ff9da7", "#9c755f", "#6b6b6b")

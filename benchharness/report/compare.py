@@ -5,14 +5,16 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchharness import analysis, stats
-from benchharness.comparison import Comparison, headline_metrics
+from benchharness.analysis import stats
+from benchharness.analysis.comparison import Comparison, compare, headline_metrics
+from benchharness.core.metrics import unit_of
 from benchharness.report import charts
-from benchharness.report.html import when
+from benchharness.report.pages import environment, when, write_html
 from benchharness.report.sections import label_text, varying
-from benchharness.store import RunDir
+from benchharness.results.store import RunDir
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -23,7 +25,7 @@ BAND_ORDER = {"small": 0, "medium": 1, "large": 2, "all": 3}
 
 def comparison_context(runs: Sequence[RunDir]) -> dict[str, Any]:
     """Everything ``compare.html.j2`` needs."""
-    comp = analysis.compare(runs)
+    comp = compare(list(runs))
     tests = []
     if not comp.cells.empty and "test" in comp.cells:
         for test in dict.fromkeys(comp.cells["test"]):
@@ -78,7 +80,7 @@ def _test(comp: Comparison, test: str, cells: pd.DataFrame) -> dict[str, Any]:
 
 def _overlay(comp: Comparison, cells: pd.DataFrame, metric: str, case_cols: list[str],
              by_size: bool) -> dict[str, Any] | None:
-    unit = analysis.unit_of(metric)
+    unit = unit_of(metric)
     if cells.empty:
         return None
     if not by_size:
@@ -174,3 +176,9 @@ def _sort(v: Any) -> str:
     if _finite(v):
         return repr(float(v))
     return "" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
+
+
+def render_comparison(runs: Sequence[RunDir], out: Path) -> Path:
+    """Render a comparison of runs (the first is the baseline) to one HTML file."""
+    html = environment().get_template("compare.html.j2").render(**comparison_context(list(runs)))
+    return write_html(html, out)

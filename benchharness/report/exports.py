@@ -7,10 +7,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchharness import analysis
+from benchharness.analysis import comparison
+from benchharness.analysis import frames as analysis
 from benchharness.report.charts import fmt
 from benchharness.report.sections import label_text, varying
-from benchharness.store import RunDir
+from benchharness.results.store import RunDir
 
 
 def samples_csv(runs: Sequence[RunDir], out: Path) -> Path:
@@ -75,7 +76,7 @@ def _single(run: RunDir) -> str:
 
 
 def _multi(runs: list[RunDir]) -> str:
-    comp = analysis.compare(runs)
+    comp = comparison.compare(runs)
     lines = [f"# Comparison: {' vs '.join(_md(lab) for lab in comp.labels)}", "",
              f"Baseline: **{_md(comp.baseline)}**. Wins need Mann-Whitney U p < 0.05 and "
              "non-overlapping 95% CIs of the median; fewer than 3 samples per run: no claim.", ""]
@@ -98,4 +99,4 @@ def _multi(runs: list[RunDir]) -> str:
 
 def comparison_json(runs: Sequence[RunDir]) -> dict[str, Any]:
     """The comparison as JSON-ready data (``Comparison.to_dict``), with a format version."""
-    return {"format": "benchharness-comparison", "version": 1, **analysis.compare(list(runs)).to_dict()}
+    return {"format": "benchharness-comparison", "version": 1, **comparison.compare(list(runs)).to_dict()}

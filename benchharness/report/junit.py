@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from benchharness.store import RunDir
+from benchharness.results.store import RunDir
 
 RUN_SUITE = "run"
 _BAD_XML = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
@@ -104,8 +104,8 @@ def junit_xml(info: Mapping[str, Any], steps: Sequence[Mapping[str, Any]] = (),
 
 def write_junit(run: RunDir, out: Path, report: str | None = None) -> Path:
     """Write the JUnit XML of a stored run to ``out`` (atomically); the path."""
-    from benchharness import runview
-    from benchharness.nics import host_nics
+    from benchharness.results import runview
+    from benchharness.results.nics import host_nics
 
     info = run.run_info()
     if report is None and (run.path / "report.html").exists():

@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 from markupsafe import Markup
 
-from benchharness import analysis
+from benchharness.analysis import frames as analysis
+from benchharness.core.metrics import higher_is_better, unit_of
+from benchharness.core.units import format_size
 from benchharness.report import charts
-from benchharness.units import format_size
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -118,9 +119,9 @@ def _table(summary: pd.DataFrame, metric: str, show: list[str]) -> dict[str, Any
         out_rows.append([(text, _sortable(v)) for text, v in cells])
     headers = [("size" if c == "size_bytes" else c) for c in show] + \
         ["median", "95% CI of median", "cv", "n", "min", "max"] + (["line rate"] if share_map else [])
-    return {"metric": metric, "unit": analysis.unit_of(metric), "headers": headers, "rows": out_rows,
+    return {"metric": metric, "unit": unit_of(metric), "headers": headers, "rows": out_rows,
             "total": len(rows), "truncated": len(rows) > MAX_ROWS,
-            "better": "higher is better" if analysis.higher_is_better(metric) else "lower is better"}
+            "better": "higher is better" if higher_is_better(metric) else "lower is better"}
 
 
 SIZE_DERIVED = frozenset({"count", "length", "size", "sizes"})
@@ -180,7 +181,7 @@ def _throughput(df: pd.DataFrame, summary: pd.DataFrame, show: list[str]) -> dic
     if metric is None:
         return None
     x = _x_axis(summary, show)
-    unit = analysis.unit_of(metric)
+    unit = unit_of(metric)
     if x is None:
         if "pattern" in df and (df["pattern"] == "all-pairs").any():
             return None  # the heatmap shows it
@@ -266,7 +267,7 @@ def _over_time(intervals: pd.DataFrame) -> dict[str, Any] | None:
     note = f"first 8 of {len(groups)} steps shown" if len(groups) > 8 else ""
     chart = charts.line_chart(series, title=f"{metric} over time (interval samples)",
                               x_label="time since step start [s]",
-                              y_label=f"{metric} [{analysis.unit_of(metric)}]", note=note)
+                              y_label=f"{metric} [{unit_of(metric)}]", note=note)
     return _figure(chart, "Per-interval throughput: dips show bursty or unstable transfers")
 
 
@@ -290,7 +291,7 @@ def _heatmap(df: pd.DataFrame) -> dict[str, Any] | None:
     servers = sorted({str(s) for s, _ in med.index})
     clients = sorted({str(c) for _, c in med.index})
     values = {(str(s), str(c)): float(v) for (s, c), v in med.items()}
-    chart = charts.heatmap(servers, clients, values, title=title, unit=analysis.unit_of(metric))
+    chart = charts.heatmap(servers, clients, values, title=title, unit=unit_of(metric))
     return _figure(chart, "Each cell: median over repetitions for one server → client pair")
 
 
@@ -304,5 +305,5 @@ def _worst(df: pd.DataFrame) -> dict[str, Any] | None:
     if "size_bytes" in rows and rows["size_bytes"].notna().any():
         rows = rows[rows["size_bytes"] == rows["size_bytes"].max()]
     med = rows.groupby(col)[metric].agg(["median", "count"]).sort_values("median").head(10)
-    return {"metric": metric, "label": col, "unit": analysis.unit_of(metric),
+    return {"metric": metric, "label": col, "unit": unit_of(metric),
             "rows": [(str(k), charts.fmt(v["median"]), int(v["count"])) for k, v in med.iterrows()]}

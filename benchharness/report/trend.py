@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchharness import regression
-from benchharness.analysis import higher_is_better, unit_of
-from benchharness.catalog import Catalog, Point
+from benchharness.analysis import regression
+from benchharness.core.metrics import higher_is_better, unit_of
 from benchharness.report import charts
+from benchharness.results.catalog import Catalog, Point
 
 MAX_CHARTS = 24
 
@@ -76,7 +76,7 @@ def trend_context(catalog: Catalog, metric: str, *, by: str = "model", nic: str 
 
 def render_trend(catalog: Catalog, out: Path, metric: str, **filters: Any) -> Path:
     """Render the trend report of ``metric`` to ``out`` (self-contained HTML)."""
-    from benchharness.report.html import environment, write_html
+    from benchharness.report.pages import environment, write_html
 
     html = environment().get_template("trend.html.j2").render(**trend_context(catalog, metric, **filters))
     return write_html(html, out)

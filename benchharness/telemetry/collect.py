@@ -13,16 +13,26 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from benchharness.errors import BenchError, ToolFailure
-from benchharness.model import Host, Step, Verdict
-from benchharness.store import safe_name
+from benchharness.core.errors import BenchError, ToolFailure
+from benchharness.core.model import Host, Step, Verdict
+from benchharness.core.naming import safe_name
+from benchharness.core.values import as_list
 from benchharness.telemetry.counters import delta
 from benchharness.transport import Process, Transport
 
-if TYPE_CHECKING:
-    from benchharness.runner import Runner
+
+class Runner(Protocol):
+    """What an observer uses of the runner that calls it (``execution.runner.Runner``)."""
+
+    plan: Any  # .hosts and .steps
+    run_dir: Any  # write_json, write_text, append_samples
+    down: dict[str, str]
+
+    def transport(self, host: Host) -> Transport: ...
+    def track(self, proc: Process) -> None: ...
+    def untrack(self, proc: Process) -> None: ...
 
 PAIR_PATTERNS = ("pairs", "all-pairs", "ring", "self")
 REMOTE_DIR = "/tmp/benchharness-telemetry"
@@ -88,21 +98,15 @@ def step_pairs(steps: Sequence[Step]) -> list[tuple[str, str]]:
 
 def sampler_argv(host: Host, path: str, interval: float) -> list[str]:
     argv = [host_python(host), path, "--interval", str(interval), "--edge-snapshots", "--stop-on-eof"]
-    for netdev in _names(host.var("netdev")):
+    for netdev in as_list(host.var("netdev")):
         argv += ["--netdev", netdev]
-    for dev in _names(host.var("rdma_dev")):
+    for dev in as_list(host.var("rdma_dev")):
         argv += ["--rdma-dev", dev]
     if host.var("rdma_port"):
         argv += ["--rdma-port", str(host.var("rdma_port"))]
     return argv
 
 
-def _names(value: Any) -> list[str]:
-    if not value:
-        return []
-    if isinstance(value, list | tuple):
-        return [str(v) for v in value]
-    return [v.strip() for v in str(value).split(",") if v.strip()]
 
 
 def split_sampler_output(text: str) -> tuple[list[dict[str, Any]], dict[str, dict[str, int]]]:

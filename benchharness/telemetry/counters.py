@@ -18,6 +18,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from benchharness.core.values import as_list
 from benchharness.telemetry.parsers._counter_names import base_name, highlights
 
 #: IB PortCounters that are 32 bits wide when the HCA lacks PortCountersExtended (old kernels and
@@ -36,8 +37,8 @@ def snapshot_commands(vars: Mapping[str, Any], sampler_path: str | None = None,
     snapshot. Without: ``ethtool -S`` plus ``grep -H -r -s ''`` over the sysfs counter directories
     (``path:value`` lines); grep exits 2 when a counter file is unreadable, which is harmless.
     """
-    netdevs = _names(vars.get("netdev"))
-    rdma = _names(vars.get("rdma_dev"))
+    netdevs = as_list(vars.get("netdev"))
+    rdma = as_list(vars.get("rdma_dev"))
     port = str(vars.get("rdma_port", 1))
     if sampler_path:
         argv = [python, sampler_path, "--snapshot"]
@@ -56,12 +57,6 @@ def snapshot_commands(vars: Mapping[str, Any], sampler_path: str | None = None,
     return commands
 
 
-def _names(value: Any) -> list[str]:
-    if not value:
-        return []
-    if isinstance(value, str):
-        return [v.strip() for v in value.split(",") if v.strip()]
-    return [str(v) for v in value]
 
 
 _SYS_NET = re.compile(r"^/sys/class/net/([^/]+)/statistics/([^/:]+):(-?\d+)$")

@@ -8,8 +8,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from benchharness.errors import EXIT_OK, EXIT_STEPS_FAILED, EXIT_VERDICT_FAILED
-from benchharness.model import Host
+from benchharness.core.errors import EXIT_OK, EXIT_STEPS_FAILED, EXIT_VERDICT_FAILED
+from benchharness.core.model import Host
 from benchharness.telemetry.collect import probe_all
 from benchharness.telemetry.summary import host_row, is_probe_facts, nic_row
 from benchharness.transport import transport_for

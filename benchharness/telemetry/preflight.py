@@ -9,10 +9,11 @@ the evidence in their message. Limits and minimum versions are plain data below.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from benchharness.model import Host, Verdict
+from benchharness.core.model import Host, Verdict
+from benchharness.core.values import as_list
 from benchharness.telemetry.parsers.ethtool_module import parse_module
 from benchharness.telemetry.parsers.gpu import parse_nvidia_topo
 
@@ -33,14 +34,6 @@ def _version_tuple(text: str) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", text))
 
 
-def _as_list(value: Any) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [v.strip() for v in value.split(",") if v.strip()]
-    if isinstance(value, Iterable):
-        return [str(v) for v in value]
-    return [str(value)]
 
 
 def _available(section: Any) -> bool:
@@ -56,7 +49,7 @@ class _HostChecks:
         nics_section = facts.get("nics") or {}
         self.all_nics: list[dict[str, Any]] = list(nics_section.get("devices") or []) if _available(
             nics_section) else []
-        wanted = _as_list(host.var("netdev"))
+        wanted = as_list(host.var("netdev"))
         by_name = {n["netdev"]: n for n in self.all_nics}
         self.nics = [by_name[n] for n in wanted if n in by_name] if wanted else [
             n for n in self.all_nics if not n.get("virtual")]
@@ -164,7 +157,7 @@ class _HostChecks:
                          value=speed / 1000 if speed else None)
         rdma = self.facts.get("rdma") or {}
         devices = {d["device"]: d for d in rdma.get("devices") or []} if _available(rdma) else {}
-        for name in _as_list(self.host.var("rdma_dev")):
+        for name in as_list(self.host.var("rdma_dev")):
             port_no = int(self.host.var("rdma_port", 1))
             dev = devices.get(name)
             port = next((p for p in (dev or {}).get("ports", []) if p.get("port") == port_no), None)
@@ -249,8 +242,8 @@ class _HostChecks:
         parsed = parse_nvidia_topo(topo["text"])
         legend = parsed["nics"]
         column_of = {name: col for col, name in legend.items()}
-        wanted = _as_list(self.host.var("rdma_dev")) or list(legend.values())
-        gpus = [f"GPU{g}" for g in _as_list(self.host.var("gpus"))] or [
+        wanted = as_list(self.host.var("rdma_dev")) or list(legend.values())
+        gpus = [f"GPU{g}" for g in as_list(self.host.var("gpus"))] or [
             d for d in parsed["devices"] if d.startswith("GPU")]
         for nic in wanted:
             col = column_of.get(nic, nic)

@@ -10,7 +10,7 @@ import importlib
 import pkgutil
 from functools import cache
 
-from benchharness.errors import UsageError
+from benchharness.core.errors import UsageError
 from benchharness.tools.base import ToolAdapter
 
 _NOT_ADAPTERS = {"base", "common"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from benchharness.model import Command, CommandResult, Record, Step
+from benchharness.core.model import Command, CommandResult, Record, Step
 
 
 class ToolAdapter(Protocol):
@@ -25,8 +25,12 @@ class ToolAdapter(Protocol):
     def check_params(self, params: Mapping[str, Any]) -> None:
         """Raise ValueError naming the parameter when a value is wrong for this tool."""
 
-    def commands(self, step: Step) -> list[Command]:
-        """Command lines for a step; background commands (servers) start first."""
+    def commands(self, step: Step, launcher: str = "ssh") -> list[Command]:
+        """Command lines for a step; background commands (servers) start first.
+
+        ``launcher`` is how the run reaches its hosts (``ssh``, or ``slurm``: job steps, and
+        ``srun`` instead of ``mpirun`` for collectives).
+        """
 
     def parse_step(self, step: Step, results: Sequence[CommandResult]) -> list[Record]:
         """Records from a finished step; raise ToolFailure when the tool reported an error."""

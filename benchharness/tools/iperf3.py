@@ -18,11 +18,12 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from benchharness.errors import ToolFailure
-from benchharness.model import Command, CommandResult, Host, Record, Step
+from benchharness.core.errors import ToolFailure
+from benchharness.core.model import Command, CommandResult, Host, Record, Step
+from benchharness.core.units import parse_duration, parse_rate, parse_size
+from benchharness.core.values import argv_list
 from benchharness.tools import iperf3_parse
-from benchharness.tools.common import extra_args, reject_unknown
-from benchharness.units import parse_duration, parse_rate, parse_size
+from benchharness.tools.common import reject_unknown
 
 SERVER_READY = r"Server listening on \d+"
 UDP_DEFAULT_BITRATE = "1G"
@@ -117,7 +118,7 @@ class Iperf3Adapter:
         if timeout is not None and (_is_bool(timeout) or not isinstance(timeout, int) or timeout <= 0):
             raise bad("connect_timeout", "must be a whole number of milliseconds > 0")
         try:
-            extra_args(p["extra_args"])
+            argv_list(p["extra_args"], "extra_args")
         except ValueError as exc:
             raise bad("extra_args", str(exc)) from exc
         if p["timeout"] is not None and (_is_bool(p["timeout"]) or not isinstance(p["timeout"], int | float)
@@ -144,7 +145,7 @@ class Iperf3Adapter:
 
     # ------------------------------------------------------------------ commands
 
-    def commands(self, step: Step) -> list[Command]:
+    def commands(self, step: Step, launcher: str = "ssh") -> list[Command]:
         """Servers (background, one per flow) first, then the clients."""
         p = self._resolved(step.params)
         flows = _flows(step)
@@ -197,7 +198,7 @@ class Iperf3Adapter:
             argv.append("-Z")
         if p["connect_timeout"] is not None:
             argv += ["--connect-timeout", str(p["connect_timeout"])]
-        argv += extra_args(p["extra_args"])
+        argv += argv_list(p["extra_args"], "extra_args")
         if p["on_off"] is not None:
             argv = on_off_argv(p["on_off"], float(p["omit"]) + float(p["duration"]), argv)
         return Command(host=src, role="client", argv=tuple(argv), background=False,

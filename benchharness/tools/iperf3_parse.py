@@ -23,8 +23,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from benchharness.errors import ToolFailure
-from benchharness.model import Record
+from benchharness.core.errors import ToolFailure
+from benchharness.core.model import Record
 from benchharness.tools.textclean import clean
 
 # (pattern in iperf3's error text, kind). First match wins.

@@ -11,7 +11,7 @@ import ipaddress
 import re
 from collections.abc import Mapping, Sequence
 
-from benchharness.model import Host
+from benchharness.core.model import Host
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Variables mpirun or the ranks' launch depends on; a suite overriding them breaks the launch.

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from benchharness.errors import ToolFailure
+from benchharness.core.errors import ToolFailure
 from benchharness.tools.textclean import clean
 
 _TAG = re.compile(r"\[\d+,\d+\]<(?:stdout|stderr|stddiag)>:")

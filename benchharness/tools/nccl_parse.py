@@ -19,8 +19,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchharness.errors import ToolFailure
-from benchharness.model import Record
+from benchharness.core.errors import ToolFailure
+from benchharness.core.model import Record
 from benchharness.tools.textclean import clean
 
 _TAG = re.compile(r"\[\d+,\d+\]<(?:stdout|stderr|stddiag)>:")

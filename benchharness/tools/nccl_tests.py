@@ -13,12 +13,12 @@ import ipaddress
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from benchharness.errors import ConfigError, ToolFailure
-from benchharness.model import Command, CommandResult, Host, Record, Step
+from benchharness.core.errors import ConfigError, ToolFailure
+from benchharness.core.model import Command, CommandResult, Host, Record, Step
+from benchharness.core.units import parse_size
 from benchharness.tools.mpi_launch import build_mpirun, build_srun, check_env, lab_cidr
 from benchharness.tools.nccl_debug import network_matches, parse_nccl_debug
 from benchharness.tools.nccl_parse import NcclRun, parse_nccl_tests
-from benchharness.units import parse_size
 
 GPU_COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce",
                    "sendrecv", "gather", "scatter", "hypercube", "alltoallv")
@@ -94,10 +94,10 @@ def _if_include(launcher: Host) -> str | None:
 
 
 def _mpirun(step: Step, p: Mapping[str, Any], program: list[str], env: Mapping[str, object],
-            gpus: bool, uploads: tuple[tuple[str, str], ...] = ()) -> list[Command]:
+            gpus: bool, launch_via: str, uploads: tuple[tuple[str, str], ...] = ()) -> list[Command]:
     launcher = step.hosts[0]
     mca = launcher.var("mpi_mca") or {}
-    if launcher.var("bench_launcher") == "slurm":
+    if launch_via == "slurm":
         return _srun(step, p, program, env, gpus, uploads, {str(k): str(v) for k, v in dict(mca).items()})
     argv = build_mpirun(step.hosts, _slots(step, p, gpus), program, env,
                         rsh_agent=launcher.var("mpi_rsh_agent"), if_include=_if_include(launcher),
@@ -182,12 +182,12 @@ class NcclTests:
             env.setdefault("NCCL_DEBUG_SUBSYS", "INIT,NET")
         return env
 
-    def commands(self, step: Step) -> list[Command]:
+    def commands(self, step: Step, launcher: str = "ssh") -> list[Command]:
         p = _merged(step.params)
         bindir = p["binary_dir"] or step.hosts[0].var(self.dir_var)
         binary = f"{str(bindir).rstrip('/')}/{p['op']}_perf" if bindir else f"{p['op']}_perf"
         program = [binary, *_tool_args(p, _FLAGS), "-g", str(p["gpus_per_proc"])]
-        return _mpirun(step, p, program, self.env(p), gpus=True)
+        return _mpirun(step, p, program, self.env(p), gpus=True, launch_via=launcher)
 
     def parse_step(self, step: Step, results: Sequence[CommandResult]) -> list[Record]:
         p = _merged(step.params)
@@ -236,7 +236,7 @@ class CpuCollective:
     def check_params(self, params: Mapping[str, Any]) -> None:
         check_collective_params(params, CPU_COLLECTIVES)
 
-    def commands(self, step: Step) -> list[Command]:
+    def commands(self, step: Step, launcher: str = "ssh") -> list[Command]:
         p = _merged(step.params)
         if p["op"] not in CPU_COLLECTIVES:
             raise ConfigError(f"step {step.id}: the CPU benchmark has no {p['op']} "
@@ -247,7 +247,7 @@ class CpuCollective:
         python = str(step.hosts[0].var("bench_python", "python3"))
         program = [python, CPU_PROGRAM, "--collective", p["op"],
                    *_tool_args(p, [f for f in _FLAGS if f[0] not in ("datatype", "blocking", "cudagraph")])]
-        return _mpirun(step, p, program, p["env"], gpus=False, uploads=((spec.origin, CPU_PROGRAM),))
+        return _mpirun(step, p, program, p["env"], gpus=False, launch_via=launcher, uploads=((spec.origin, CPU_PROGRAM),))
 
     def parse_step(self, step: Step, results: Sequence[CommandResult]) -> list[Record]:
         p = _merged(step.params)
@@ -291,8 +291,8 @@ class Collective:
     def check_params(self, params: Mapping[str, Any]) -> None:
         check_collective_params(params)
 
-    def commands(self, step: Step) -> list[Command]:
-        return backend_for(step.hosts).commands(step)
+    def commands(self, step: Step, launcher: str = "ssh") -> list[Command]:
+        return backend_for(step.hosts).commands(step, launcher)
 
     def parse_step(self, step: Step, results: Sequence[CommandResult]) -> list[Record]:
         return backend_for(step.hosts).parse_step(step, results)

@@ -20,11 +20,12 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from benchharness.errors import ToolFailure
-from benchharness.model import Command, CommandResult, Host, Record, Step
+from benchharness.core.errors import ToolFailure
+from benchharness.core.model import Command, CommandResult, Host, Record, Step
+from benchharness.core.units import parse_duration, parse_size
+from benchharness.core.values import argv_list
 from benchharness.tools import perftest_parse as pp
-from benchharness.tools.common import extra_args, reject_unknown
-from benchharness.units import parse_duration, parse_size
+from benchharness.tools.common import reject_unknown
 
 TESTS = ("ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_atomic_bw",
          "ib_write_lat", "ib_read_lat", "ib_send_lat", "ib_atomic_lat")
@@ -114,7 +115,7 @@ class PerftestAdapter:
             raise ValueError("rate_units: M (MiB/s), g (Gbit/s) or p (packets/s)")
         if params.get("use_cuda") is not None and params.get("use_rocm") is not None:
             raise ValueError("use_cuda/use_rocm: choose one")
-        extra_args(params.get("extra_args"))
+        argv_list(params.get("extra_args"), "extra_args")
 
     def _p(self, step: Step) -> dict[str, Any]:
         merged = {**self.params, **{k: v for k, v in step.params.items() if v is not None}}
@@ -166,7 +167,7 @@ class PerftestAdapter:
             args.append(f"--use_rocm={params['use_rocm']}")
         if params.get("cpu_util"):
             args.append("--cpu_util")
-        args += extra_args(params.get("extra_args"))
+        args += argv_list(params.get("extra_args"), "extra_args")
         return args
 
     @staticmethod
@@ -214,7 +215,7 @@ class PerftestAdapter:
             return [(receiver, sender, step.port + i) for i, sender in enumerate(step.hosts[1:])]
         return [(step.hosts[0], step.hosts[1], step.port)]
 
-    def commands(self, step: Step) -> list[Command]:
+    def commands(self, step: Step, launcher: str = "ssh") -> list[Command]:
         """Server commands (background, with a ready pattern) first, then the clients."""
         params = self._p(step)
         pairs = self._pairs(step)

@@ -10,7 +10,7 @@ Formats handled, as perftest's ``perftest_parameters.[ch]`` print them:
 * lines that interrupt a table (CPU frequency warnings, histogram dumps, socket errors);
 * ``--out_json`` files, including the invalid JSON of releases that print unquoted keys and
   trailing commas;
-* error outputs, classified as :class:`~benchharness.errors.ToolFailure` kinds.
+* error outputs, classified as :class:`~benchharness.core.errors.ToolFailure` kinds.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import json
 import re
 from typing import Any
 
-from benchharness.errors import ToolFailure
-from benchharness.model import Record
+from benchharness.core.errors import ToolFailure
+from benchharness.core.model import Record
 from benchharness.tools.textclean import clean
 
 MIB = 1 << 20

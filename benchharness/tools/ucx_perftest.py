@@ -19,11 +19,12 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from benchharness.errors import ToolFailure
-from benchharness.model import Command, CommandResult, Host, Record, Step
-from benchharness.tools.common import extra_args, reject_unknown
+from benchharness.core.errors import ToolFailure
+from benchharness.core.model import Command, CommandResult, Host, Record, Step
+from benchharness.core.units import parse_duration, parse_size
+from benchharness.core.values import argv_list
+from benchharness.tools.common import reject_unknown
 from benchharness.tools.textclean import clean
-from benchharness.units import parse_duration, parse_size
 
 MIB = 1 << 20
 UCP_TESTS = ("tag_bw", "tag_lat", "tag_sync_bw", "tag_sync_lat", "ucp_put_bw", "ucp_put_lat",
@@ -148,7 +149,7 @@ class UcxPerftestAdapter:
             v = params.get(name)
             if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
                 raise ValueError(f"{name}: a non-negative integer, not {v!r}")
-        extra_args(params.get("extra_args"))
+        argv_list(params.get("extra_args"), "extra_args")
 
     def _p(self, step: Step) -> dict[str, Any]:
         merged = {**self.params, **{k: v for k, v in step.params.items() if v is not None}}
@@ -190,9 +191,9 @@ class UcxPerftestAdapter:
                            ("threads", "-T"), ("uct_device", "-d"), ("uct_transport", "-x")):
             if params.get(name) is not None:
                 args += [flag, str(params[name])]
-        return args + extra_args(params.get("extra_args"))
+        return args + argv_list(params.get("extra_args"), "extra_args")
 
-    def commands(self, step: Step) -> list[Command]:
+    def commands(self, step: Step, launcher: str = "ssh") -> list[Command]:
         """Servers (background, ready on "Waiting for connection") first, then the clients."""
         params = self._p(step)
         if not step.hosts:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchharness.model import Host
+from benchharness.core.model import Host
 from benchharness.transport.base import Process, Transport
 
 

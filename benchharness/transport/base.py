@@ -13,7 +13,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 
-from benchharness.model import Host
+from benchharness.core.model import Host
 
 PGID_MARKER = "BENCH_PGID="
 

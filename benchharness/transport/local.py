@@ -11,7 +11,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import IO
 
-from benchharness.errors import TransportError
+from benchharness.core.errors import TransportError
 from benchharness.transport.base import OutputBuffer, Process, Transport
 
 

@@ -27,8 +27,9 @@ import subprocess
 import threading
 from collections.abc import Mapping, Sequence
 
-from benchharness.errors import ToolFailure, TransportError
-from benchharness.model import Host
+from benchharness.core.errors import ToolFailure, TransportError
+from benchharness.core.model import Host
+from benchharness.core.values import argv_list
 from benchharness.transport.base import Process, Transport
 from benchharness.transport.local import LocalProcess
 
@@ -41,14 +42,6 @@ def node_name(host: Host) -> str:
     return str(host.var("slurm_node") or host.name)
 
 
-def extra_args(host: Host) -> list[str]:
-    """Host var ``slurm_args`` as an argv list (a YAML list, or a shell-quoted string)."""
-    value = host.var("slurm_args")
-    if not value:
-        return []
-    if isinstance(value, str):
-        return shlex.split(value)
-    return [str(v) for v in value]
 
 
 def site_args(host: Host) -> list[str]:
@@ -58,7 +51,7 @@ def site_args(host: Host) -> list[str]:
         out.append(f"--partition={host.var('slurm_partition')}")
     if host.var("slurm_account"):
         out.append(f"--account={host.var('slurm_account')}")
-    return out + extra_args(host)
+    return out + argv_list(host.var("slurm_args"), "slurm_args")
 
 
 def step_argv(host: Host, argv: Sequence[str], jobid: str | None, limit_s: float | None) -> list[str]:

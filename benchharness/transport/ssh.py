@@ -15,8 +15,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from benchharness.errors import ToolFailure, TransportError
-from benchharness.model import Host
+from benchharness.core.errors import ToolFailure, TransportError
+from benchharness.core.model import Host
 from benchharness.transport.base import OutputBuffer, Process, Transport, shell_exit_code, wrap_command
 
 if TYPE_CHECKING:

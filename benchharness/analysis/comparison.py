@@ -1,0 +1,300 @@
+"""Compare runs (procurement: NIC A vs NIC B, firmware X vs Y) case by case.
+
+A *cell* is one test, case (labels without host names and repetitions), message size and metric.
+In each cell every run contributes its summary samples (repetitions × host pairs). Per cell:
+each run's median and 95 % CI, its ratio to the first run (the baseline), a Mann-Whitney U test
+against the baseline, and a winner: the best run when it is significantly better (p < 0.05 and
+non-overlapping CIs) than every other run. Fewer than 3 samples on a side: "insufficient
+repetitions", never a claim. Cells roll up into size bands (small <= 64K, medium <= 1M, large).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from benchharness.analysis import frames as analysis
+from benchharness.analysis import stats
+from benchharness.core.metrics import gbps_factor, higher_is_better
+from benchharness.results import runview
+from benchharness.results.store import RunDir
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+SMALL, MEDIUM = 64 * 1024, 1024 * 1024
+HEADLINE = (("bw_avg_gbps", "busbw_GBps", "msg_rate_mpps", "bw_sent_gbps"),
+            ("lat_typical_us", "lat_p50_us", "lat_avg_us"),
+            ("lat_p99_us",), ("loss_pct",))
+
+
+def size_band(size: Any) -> str:
+    """``small`` (<= 64K), ``medium`` (<= 1M), ``large``, or ``all`` without a size."""
+    try:
+        value = float(size)
+    except (TypeError, ValueError):
+        return "all"
+    if math.isnan(value):
+        return "all"
+    return "small" if value <= SMALL else "medium" if value <= MEDIUM else "large"
+
+
+def headline_metrics(metrics: Sequence[str]) -> list[str]:
+    """The metrics a reviewer reads first: one bandwidth, one typical latency, p99, loss."""
+    chosen = []
+    for options in HEADLINE:
+        for name in options:
+            if name in metrics:
+                chosen.append(name)
+                break
+    return chosen or list(metrics[:2])
+
+
+@dataclass
+class Comparison:
+    """Result of ``compare``: per-cell and per-band tables plus context for reviewers."""
+
+    runs: list[dict[str, Any]]
+    labels: list[str]
+    keys: list[str]
+    cells: pd.DataFrame
+    bands: pd.DataFrame
+    verdicts: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+    cost: list[dict[str, Any]] = field(default_factory=list)
+    noise: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def baseline(self) -> str:
+        return self.labels[0] if self.labels else ""
+
+    def headline(self) -> list[dict[str, Any]]:
+        """Band rows for headline metrics: what the reviewer summary shows."""
+        if self.bands.empty:
+            return []
+        rows = self.bands[self.bands["headline"]]
+        return [_clean(r) for r in rows.to_dict("records")]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (NaN becomes null)."""
+        return {
+            "baseline": self.baseline, "runs": [_clean(r) for r in self.runs],
+            "keys": self.keys,
+            "summary": self.headline(),
+            "bands": [_clean(r) for r in self.bands.to_dict("records")],
+            "cells": [_clean(r) for r in self.cells.to_dict("records")],
+            "verdicts": [_clean(v) for v in self.verdicts],
+            "telemetry_warnings": [_clean(w) for w in self.warnings],
+            "cost": [_clean(c) for c in self.cost], "noise": [_clean(n) for n in self.noise],
+        }
+
+
+def _clean(row: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in row.items():
+        if hasattr(v, "item") and not isinstance(v, str | bytes):
+            v = v.item()
+        if isinstance(v, float) and not math.isfinite(v):
+            v = None
+        out[str(k)] = v
+    return out
+
+
+def _host_like(series: pd.Series, hostnames: set[str]) -> bool:
+    values = {str(v) for v in series.dropna().unique()[:200]}
+    if not values or not hostnames:
+        return False
+    return all(set(runview.split_hosts(v, hostnames)) <= hostnames and
+               any(h in v for h in hostnames) for v in values)
+
+
+def compare(runs: Sequence[RunDir]) -> Comparison:
+    """Compare runs; the first run is the baseline for ratios and tests."""
+    import pandas as pd
+
+    infos = [r.run_info() for r in runs]
+    labels = analysis.run_label(infos)
+    frames = [analysis.load_samples(r, label=lab) for r, lab in zip(runs, labels, strict=True)]
+    df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    hostnames: set[str] = set()
+    for info in infos:
+        hostnames |= set(runview.inventory_hosts(info)) | set(runview.run_host_names(info))
+    keys = [c for c in analysis.case_columns(df, hosts=False) if not _host_like(df[c], hostnames)] \
+        if not df.empty else []
+    metrics = [m for m in analysis.metric_columns(df) if not m.endswith(("_tool", "_line_rate_pct"))] \
+        if not df.empty else []
+    cells, bands = _cells(df, keys, metrics, labels) if metrics else (pd.DataFrame(), pd.DataFrame())
+    runs_meta = [_run_meta(r, info, lab) for r, info, lab in zip(runs, infos, labels, strict=True)]
+    verdicts = [{"run": lab, **v} for info, lab in zip(infos, labels, strict=True)
+                for v in info.get("verdicts") or [] if isinstance(v, Mapping)
+                and str(v.get("status", "")).lower() in ("fail", "failed", "warn")]
+    warnings = [{"run": lab, **w} for r, info, lab in zip(runs, infos, labels, strict=True)
+                for w in runview.telemetry_warnings(r, info)]
+    comp = Comparison(runs_meta, labels, keys, cells, bands, verdicts, warnings)
+    if not cells.empty:
+        comp.cost = _cost(cells, infos, labels)
+        comp.noise = _noise(cells)
+    return comp
+
+
+def _run_meta(run: RunDir, info: Mapping[str, Any], label: str) -> dict[str, Any]:
+    dims = analysis._dimensions(info)
+    steps = run.steps()
+    return {"label": label, "run_id": info.get("run_id", run.path.name), "path": str(run.path),
+            "suite": dims["suite"], "started": info.get("started"), "ended": info.get("ended"),
+            "state": info.get("state"), "exit_code": info.get("exit_code"),
+            "hosts": ", ".join(runview.run_host_names(info)), "nic_model": dims["nic_model"],
+            "nic_firmware": dims["nic_firmware"], "group": dims["group"],
+            "steps_ok": sum(1 for s in steps if s.get("status") == "ok"),
+            "steps_failed": sum(1 for s in steps if s.get("status") == "failed"),
+            "failures": len(info.get("failures") or [])}
+
+
+def _cells(df: pd.DataFrame, keys: list[str], metrics: list[str],
+           labels: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    import numpy as np
+    import pandas as pd
+
+    df = df.copy()
+    if keys:
+        df["_cell"] = df.groupby(keys, dropna=False, sort=True).ngroup()
+    else:
+        df["_cell"] = 0
+    summary = analysis.summarize(df[["_cell", "run", *metrics]], by=["_cell", "run"])
+    cell_keys = df.drop_duplicates("_cell").set_index("_cell")[keys]
+    index = df.groupby(["_cell", "run"], sort=False).indices
+    base = labels[0]
+    arrays = {m: df[m].to_numpy(dtype=float, na_value=np.nan) for m in metrics}
+    rows = []
+    for (cell, metric), sub in summary.groupby(["_cell", "metric"], sort=True):
+        higher = higher_is_better(str(metric))
+        per_run = {r["run"]: r for r in sub.to_dict("records")}
+        values = {lab: arrays[str(metric)][index[(cell, lab)]] for lab in per_run}
+        values = {lab: v[~np.isnan(v)] for lab, v in values.items()}
+        present = [lab for lab in labels if lab in per_run]
+        best = (max if higher else min)(present, key=lambda lab: per_run[lab]["median"])
+        verdict, margin = _winner(best, present, values, per_run, higher)
+        for lab in present:
+            r = per_run[lab]
+            ratio = r["median"] / per_run[base]["median"] if base in per_run and \
+                per_run[base]["median"] else math.nan
+            test = stats.significance(values[lab], values[base]) if base in per_run and lab != base \
+                else None
+            rows.append({**{k: cell_keys.at[cell, k] for k in keys}, "metric": metric,
+                         "unit": r["unit"], "run": lab, "n": int(r["n"]), "median": r["median"],
+                         "ci95_low": r["ci95_low"], "ci95_high": r["ci95_high"], "cv": r["cv"],
+                         "ratio": ratio, "p_value": test.p_value if test else math.nan,
+                         "significant": bool(test and test.significant),
+                         "test_result": test.reason if test else "baseline",
+                         "winner": verdict if verdict in labels else None,
+                         "cell_result": verdict, "winner_margin": margin,
+                         "higher_is_better": higher})
+    cells = pd.DataFrame(rows)
+    cells["band"] = cells["size_bytes"].map(size_band) if "size_bytes" in cells else "all"
+    return cells, _bands(cells, keys, labels)
+
+
+def _winner(best: str, present: list[str], values: Mapping[str, Any], per_run: Mapping[str, Any],
+            higher: bool) -> tuple[str, float]:
+    """The best run when significantly better than every other; else the reason there is none."""
+    others = [lab for lab in present if lab != best]
+    if not others:
+        return "single run", math.nan
+    results = [stats.significance(values[best], values[o]) for o in others]
+    if any(r.reason == "insufficient repetitions" for r in results):
+        return "insufficient repetitions", math.nan
+    if not all(r.significant for r in results):
+        return "no significant difference", math.nan
+    runner_up = (max if higher else min)(others, key=lambda lab: per_run[lab]["median"])
+    a, b = per_run[best]["median"], per_run[runner_up]["median"]
+    margin = (a / b if higher else b / a) if a and b else math.nan
+    return best, margin
+
+
+def _bands(cells: pd.DataFrame, keys: list[str], labels: list[str]) -> pd.DataFrame:
+    import pandas as pd
+
+    group = [k for k in keys if k != "size_bytes"] + ["band", "metric"]
+    by_test = cells.groupby("test")["metric"].unique() if "test" in cells else None
+    everything = headline_metrics(list(dict.fromkeys(cells["metric"])))
+    rows = []
+    for gkey, sub in cells.groupby(group, dropna=False, sort=False):
+        meta = dict(zip(group, gkey if isinstance(gkey, tuple) else (gkey,), strict=True))
+        higher = bool(sub["higher_is_better"].iloc[0])
+        per_cell = sub.drop_duplicates(subset=[c for c in [*keys, "metric"] if c in sub])
+        results = per_cell["cell_result"].tolist()
+        n_cells = len(results)
+        wins = {lab: results.count(lab) for lab in labels}
+        ratios = {lab: stats.geomean(sub[sub["run"] == lab]["ratio"].tolist()) for lab in labels}
+        winners = [lab for lab, w in wins.items() if w]
+        if len(winners) == 1 and wins[winners[0]] * 2 >= n_cells:
+            win = winners[0]
+            rivals = [lab for lab in labels if lab != win and not math.isnan(ratios[lab])]
+            pick = max if higher else min
+            rival = pick(rivals, key=lambda lab: ratios[lab]) if rivals else None
+            factor = ratios[win] / ratios[rival] if rival and ratios[rival] else math.nan
+            way = "higher" if factor > 1 else "lower"
+            verdict = f"{win} wins: {abs(factor - 1) * 100:.1f}% {way}" if rival else win
+            detail = f"significant in {wins[win]} of {n_cells} cells"
+        elif winners:
+            win, rival, factor = None, None, math.nan
+            verdict = "mixed: " + ", ".join(f"{lab} wins {wins[lab]}" for lab in winners)
+            detail = f"of {n_cells} cells"
+        else:
+            win, rival, factor = None, None, math.nan
+            insufficient = results.count("insufficient repetitions")
+            verdict = "insufficient repetitions" if insufficient == n_cells \
+                else "no significant difference"
+            detail = f"{n_cells} cells" + (f", {insufficient} with < {stats.MIN_REPS} samples"
+                                           if insufficient else "")
+        heads = headline_metrics(list(by_test[meta["test"]])) if by_test is not None else everything
+        rows.append({**meta, "headline": meta["metric"] in heads, "cells": n_cells,
+                     "winner": win, "runner_up": rival, "factor": factor, "verdict": verdict,
+                     "detail": detail, **{f"ratio[{lab}]": ratios[lab] for lab in labels}})
+    return pd.DataFrame(rows)
+
+
+def _cost(cells: pd.DataFrame, infos: Sequence[Mapping[str, Any]], labels: list[str]) -> list[dict[str, Any]]:
+    """Best median bandwidth per test and run, per dollar and per watt of one host's NIC."""
+    rows = []
+    for info, lab in zip(infos, labels, strict=True):
+        inv = runview.inventory_hosts(info)
+        used = [h for h in runview.run_host_names(info) if h in inv]
+        prices = [float(inv[h]["price_usd"]) for h in used if _num(inv[h].get("price_usd"))]
+        power = [float(inv[h]["power_w"]) for h in used if _num(inv[h].get("power_w"))]
+        if not prices and not power:
+            continue
+        mine = cells[(cells["run"] == lab) & cells["metric"].map(lambda m: gbps_factor(m)
+                                                                  is not None)]
+        for (test, metric), sub in mine.groupby(["test", "metric"]) if "test" in mine else []:
+            if metric not in ("bw_avg_gbps", "busbw_GBps"):
+                continue
+            best = float(sub["median"].max()) * (gbps_factor(str(metric)) or 1.0)
+            price = sum(prices) / len(prices) if prices else math.nan
+            watts = sum(power) / len(power) if power else math.nan
+            rows.append({"run": lab, "test": test, "metric": metric, "best_gbps": best,
+                         "price_usd": price, "power_w": watts,
+                         "gbps_per_kusd": best / price * 1000 if prices and price else math.nan,
+                         "gbps_per_w": best / watts if power and watts else math.nan})
+    return rows
+
+
+def _num(value: Any) -> bool:
+    try:
+        return float(value) > 0
+    except (TypeError, ValueError):
+        return False
+
+
+def _noise(cells: pd.DataFrame) -> list[dict[str, Any]]:
+    heads = {m for _, sub in (cells.groupby("test") if "test" in cells else [(None, cells)])
+             for m in headline_metrics(list(dict.fromkeys(sub["metric"])))}
+    rows = []
+    by = ["test", "metric", "run"] if "test" in cells else ["metric", "run"]
+    for key, sub in cells[cells["metric"].isin(heads)].groupby(by, sort=False):
+        meta = dict(zip(by, key, strict=True))
+        rows.append({**meta, "cells": len(sub), "median_cv": float(sub["cv"].median()),
+                     "max_cv": float(sub["cv"].max()), "min_n": int(sub["n"].min())})
+    return rows

@@ -1,0 +1,351 @@
+"""Tidy DataFrames from run directories, per-case statistics, line-rate share and run labels.
+
+pandas and numpy are imported inside functions so that ``bench --help`` stays fast.
+
+Column conventions (see ``benchharness.results.store``): a numeric column whose name ends in a unit
+suffix (``_gbps``, ``_GBps``, ``_us`` ...) is a **metric**; every other column is a **label**.
+Statistics are taken per *case*: the labels without the repetition bookkeeping
+(``step``, ``rep``, ``round``, ``kind``, time offsets).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from benchharness.core.metrics import gbps_factor, is_metric_name, unit_of
+from benchharness.results import runview
+from benchharness.results.store import RunDir, json_loader
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+#: Labels that tell repetitions apart; never part of a case.
+REP_LABELS = frozenset({"step", "rep", "round", "kind", "seq", "interval", "run_id", "run"})
+#: Labels naming hosts; they differ between clusters, so comparisons ignore them.
+HOST_LABELS = frozenset({"hosts", "pair", "server", "client", "host", "sender", "receiver",
+                         "members", "peer", "launcher", "senders", "receivers"})
+
+def metric_columns(df: pd.DataFrame) -> list[str]:
+    """Numeric columns that are metrics."""
+    import pandas as pd
+
+    return [c for c in df.columns
+            if is_metric_name(str(c)) and pd.api.types.is_numeric_dtype(df[c])
+            and not pd.api.types.is_bool_dtype(df[c])]
+
+
+def label_columns(df: pd.DataFrame) -> list[str]:
+    """Every column that is not a metric (and not a time offset such as ``t_start_s``)."""
+    metrics = set(metric_columns(df))
+    return [c for c in df.columns if c not in metrics and not str(c).endswith("_s")]
+
+
+def case_columns(df: pd.DataFrame, hosts: bool = True) -> list[str]:
+    """Labels that define a case: labels without repetition bookkeeping (and without host
+    names when ``hosts`` is False); constant-per-run columns such as ``tool`` are kept."""
+    drop = set(REP_LABELS) | (set() if hosts else set(HOST_LABELS))
+    return [c for c in label_columns(df) if c not in drop]
+
+
+def _stringify(value: Any) -> Any:
+    if isinstance(value, list | tuple):
+        return ",".join(str(v) for v in value)
+    if isinstance(value, dict):
+        return json.dumps(value, sort_keys=True)
+    return value
+
+
+def _is_interval(line: str) -> bool:
+    # The store writes compact JSON; spaced JSON (hand-made files) is accepted too.
+    return "interval" in line and ('"kind":"interval"' in line or '"kind": "interval"' in line)
+
+
+def _is_telemetry(line: str) -> bool:
+    """Counter-delta rows of the telemetry, which no test table or chart reads."""
+    return '"kind":"counters"' in line or '"kind": "counters"' in line
+
+
+def _field(line: str, name: str) -> str:
+    """A string field's raw text, found without parsing the JSON line."""
+    k = line.find(f'"{name}"')
+    if k < 0:
+        return ""
+    q1 = line.find('"', line.find(":", k) + 1)
+    q2 = line.find('"', q1 + 1)
+    return line[q1 + 1:q2] if q1 >= 0 and q2 > q1 else ""
+
+
+def _split_lines(run: RunDir, intervals: bool, steps_per_test: int | None) -> tuple[list[str], list[str]]:
+    """Summary lines and (selected) interval lines of ``samples.jsonl``, in one pass."""
+    path = run.path / "samples.jsonl"
+    summary: list[str] = []
+    chosen: list[str] = []
+    if not path.exists():
+        return summary, chosen
+    steps: dict[str, list[str]] = {}
+    last_step, last_keep = None, True
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            if not _is_interval(line):
+                if not _is_telemetry(line):
+                    summary.append(line)
+                continue
+            if not intervals:
+                continue
+            if steps_per_test is not None:
+                if last_step is not None and f'"step":"{last_step}"' in line:
+                    step = last_step  # the common case, without scanning the line for fields
+                else:
+                    step = _field(line, "step")
+                if step != last_step:  # interval lines of a step are contiguous: decide once
+                    seen = steps.setdefault(_field(line, "test"), [])
+                    keep = step in seen or len(seen) < steps_per_test
+                    if keep and step not in seen:
+                        seen.append(step)
+                    last_step, last_keep = step, keep
+                if not last_keep:
+                    continue
+            chosen.append(line)
+    return summary, chosen
+
+
+def _parse(lines: Iterable[str]) -> list[dict[str, Any]]:
+    loads = json_loader()
+    records = []
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            rec = loads(line)
+        except ValueError:  # a line cut by a crash: the rest is still good
+            continue
+        if isinstance(rec, dict):
+            records.append(rec)
+    return records
+
+
+def _frame(run: RunDir, records: list[dict[str, Any]], label: str | None) -> pd.DataFrame:
+    import pandas as pd
+
+    df = pd.DataFrame.from_records(records) if records else pd.DataFrame()
+    if "kind" not in df.columns:
+        df["kind"] = "summary"
+    df["kind"] = df["kind"].fillna("summary")
+    # Telemetry counter rows and tool footers live in the same file; they are not measurements
+    # of the test and must not add columns to its tables.
+    measured = df["kind"].isin(("summary", "interval"))
+    if not measured.all():
+        df = df[measured].dropna(axis=1, how="all").copy()
+    for col in df.columns:
+        if df[col].dtype == object:
+            first = df[col].first_valid_index()  # one look, not a scan of every row
+            if first is not None and isinstance(df[col].at[first], list | tuple | dict):
+                df[col] = df[col].map(_stringify)
+    info = run.run_info()
+    df["run_id"] = str(info.get("run_id") or run.path.name)
+    df["run"] = label or run_label([info])[0]
+    return df
+
+
+def load_samples(run: RunDir, intervals: bool = False, label: str | None = None) -> pd.DataFrame:
+    """Samples of one run as a DataFrame, summary rows only (``intervals=True``: every row).
+
+    Adds ``run_id`` and ``run`` (a readable label; ``label`` overrides it). List-valued labels
+    (``hosts``) become comma-joined strings so that they can be grouped. Interval lines are
+    skipped before JSON parsing, so large runs load quickly.
+    """
+    summary, chosen = _split_lines(run, intervals, None)
+    return _frame(run, _parse(summary + chosen), label)
+
+
+def load_run(run: RunDir, steps_per_test: int | None = 8,
+             label: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(summary rows, interval rows)`` in one pass over the file; with ``steps_per_test``,
+    intervals of only the first that many steps per test (enough for an over-time chart)."""
+    summary, chosen = _split_lines(run, True, steps_per_test)
+    return _frame(run, _parse(summary), label), _frame(run, _parse(chosen), label)
+
+
+def summarize(df: pd.DataFrame, by: Sequence[str] | None = None) -> pd.DataFrame:
+    """Statistics per case and metric, in long form.
+
+    Columns: the ``by`` labels (default: ``case_columns(df)``), ``metric``, ``unit``, ``n``,
+    ``median``, ``mean``, ``min``, ``max``, ``stdev``, ``cv`` (stdev/mean), ``ci95_low``,
+    ``ci95_high`` and ``ci_coverage``. The CI is the distribution-free order-statistic interval
+    of the median (see ``benchharness.analysis.stats``); below 6 samples it is [min, max] and
+    ``ci_coverage`` tells its true, lower coverage.
+    """
+    import numpy as np
+    import pandas as pd
+
+    from benchharness.analysis.stats import median_ci_rank
+
+    by = list(by) if by is not None else case_columns(df)
+    metrics = [m for m in metric_columns(df) if m not in by]
+    columns = [*by, "metric", "unit", "n", "median", "mean", "min", "max", "stdev", "cv",
+               "ci95_low", "ci95_high", "ci_coverage"]
+    if df.empty or not metrics:
+        return pd.DataFrame(columns=columns)
+    if by:
+        try:
+            grouped = df.groupby(by, dropna=False, sort=True)
+            codes = grouped.ngroup().to_numpy()
+        except TypeError:  # mixed types in one label column: keep first-seen order
+            grouped = df.groupby(by, dropna=False, sort=False)
+            codes = grouped.ngroup().to_numpy()
+        keys = df[by].iloc[_first_rows(codes)].reset_index(drop=True)
+    else:
+        codes = np.zeros(len(df), dtype=np.int64)
+        keys = pd.DataFrame(index=[0])
+    n_groups = len(keys)
+    parts = []
+    for metric in metrics:
+        values = df[metric].to_numpy(dtype=float, na_value=np.nan)
+        mask = ~np.isnan(values)
+        c, v = codes[mask], values[mask]
+        order = np.lexsort((v, c))
+        c, v = c[order], v[order]
+        n = np.bincount(c, minlength=n_groups)
+        present = np.flatnonzero(n)
+        if present.size == 0:
+            continue
+        starts = (np.cumsum(n) - n)[present]
+        count = n[present]
+        median = (v[starts + (count - 1) // 2] + v[starts + count // 2]) / 2
+        mean = np.bincount(c, weights=v, minlength=n_groups)[present] / count
+        dev = v - np.repeat(mean, count)
+        var = np.bincount(np.repeat(np.arange(present.size), count), weights=dev * dev)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            stdev = np.where(count > 1, np.sqrt(var / np.maximum(count - 1, 1)), np.nan)
+            cv = np.where(mean != 0, stdev / np.abs(mean), np.nan)
+        ranks = {int(k): median_ci_rank(int(k)) for k in np.unique(count)}
+        rank = np.array([ranks[int(k)][0] for k in count])
+        cover = np.array([ranks[int(k)][1] for k in count])
+        low = np.where(count > 1, v[starts + np.maximum(rank - 1, 0)], np.nan)
+        high = np.where(count > 1, v[starts + count - np.maximum(rank, 1)], np.nan)
+        part = keys.iloc[present].reset_index(drop=True)
+        part = part.assign(metric=metric, unit=unit_of(metric), n=count, median=median, mean=mean,
+                           min=v[starts], max=v[starts + count - 1], stdev=stdev, cv=cv,
+                           ci95_low=low, ci95_high=high,
+                           ci_coverage=np.where(count > 1, cover, np.nan))
+        parts.append(part)
+    if not parts:
+        return pd.DataFrame(columns=columns)
+    return pd.concat(parts, ignore_index=True)[columns]
+
+
+def _first_rows(codes: Any) -> Any:
+    import numpy as np
+
+    _, first = np.unique(codes, return_index=True)
+    return first
+
+
+def line_rate_share(df: pd.DataFrame, run_info: Mapping[str, Any],
+                    facts: Mapping[str, Any] | None = None,
+                    run: RunDir | None = None) -> pd.DataFrame:
+    """Add ``<metric>_line_rate_pct`` for each bandwidth metric present.
+
+    A row's line rate is the slowest of its hosts (``server``, ``client``, ``host``, ``pair``,
+    ``hosts`` labels): inventory ``nic_line_rate_gbps``, else the link speed detected in
+    ``telemetry/facts`` (pass ``facts`` or ``run``). Rows whose
+    hosts have no known rate get NaN. Bandwidths in GB/s count 8 bits per byte; ``busbw`` is
+    compared with one host's line rate (set ``nic_line_rate_gbps`` to the host's total when a
+    collective uses several NICs per host).
+    """
+    import numpy as np
+
+    if facts is None:
+        facts = runview.read_facts(run) if run is not None else {}
+    rates = runview.line_rates(run_info, facts)
+    out = df.copy()
+    host_cols = [c for c in ("server", "client", "host", "pair", "hosts") if c in out.columns]
+    line_rate = np.full(len(out), np.nan)
+    if rates and host_cols:
+        known = list(rates)
+        grouped = out.groupby(host_cols, dropna=False, sort=False)
+        codes = grouped.ngroup().to_numpy()
+        combos = out[host_cols].iloc[_first_rows(codes)].to_numpy()
+        per_combo = np.full(len(combos), np.nan)
+        for i, combo in enumerate(combos):
+            names: set[str] = set()
+            for part in combo:
+                if isinstance(part, (str, list | tuple)):
+                    names.update(runview.split_hosts(part, known))
+            found = [rates[h] for h in names if h in rates]
+            per_combo[i] = min(found) if found else np.nan
+        line_rate = per_combo[codes]
+    for metric in metric_columns(df):
+        factor = gbps_factor(metric)
+        if factor is None or metric.endswith("_tool"):
+            continue
+        out[f"{metric}_line_rate_pct"] = out[metric].to_numpy(dtype=float) * factor / line_rate * 100.0
+    return out
+
+
+def run_label(run_infos: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Readable labels for runs, built from what differs between them: NIC model, firmware,
+    host group, suite, run labels, date. A single run is labelled by its suite (and NIC model)."""
+    dims = [_dimensions(info) for info in run_infos]
+    if not dims:
+        return []
+    given = [str((info.get("labels") or {}).get("label") or "") for info in run_infos]
+    if all(given) and len(set(given)) == len(given):  # names the user chose (`label=`) win
+        return given
+    if len(dims) == 1:
+        d = dims[0]
+        parts = [d.get("suite", ""), d.get("nic_model", "")]
+        return [" · ".join(p for p in parts if p) or str(run_infos[0].get("run_id", "run"))]
+    order = ["nic_model", "nic_firmware", "group", "suite", "labels", "date", "time"]
+    differing = [k for k in order if len({d.get(k) for d in dims}) > 1]
+    if "date" in differing and len(differing) > 1:
+        differing.remove("date")
+    if "time" in differing and differing != ["time"]:
+        differing.remove("time")
+    if "date" in differing or "time" in differing:
+        differing = [k for k in ("date", "time") if len({d.get(k) for d in dims}) > 1][:1] + \
+            [k for k in differing if k not in ("date", "time")]
+    labels = []
+    for info, d in zip(run_infos, dims, strict=True):
+        parts = [("fw " if k == "nic_firmware" else "") + str(d.get(k) or "?") for k in differing]
+        labels.append(" · ".join(parts) or str(info.get("run_id", "run")))
+    if len(set(labels)) < len(labels):
+        labels = [f"{lab} ({str(info.get('run_id', i))[-4:]})"
+                  for i, (lab, info) in enumerate(zip(labels, run_infos, strict=True))]
+    if len(set(labels)) < len(labels):  # the same run twice: number them
+        labels = [f"{lab} #{i + 1}" for i, lab in enumerate(labels)]
+    return labels
+
+
+def _dimensions(info: Mapping[str, Any]) -> dict[str, str]:
+    inv = runview.inventory_hosts(info)
+    used = [h for h in runview.run_host_names(info) if h in inv] or list(inv)
+
+    def joined(key: str) -> str:
+        values = sorted({str(inv[h][key]) for h in used if inv[h].get(key) not in (None, "")})
+        return "+".join(values)
+
+    groups: set[str] | None = None
+    for host in used:
+        mine = {str(g) for g in inv[host].get("groups", []) or [] if g not in ("all", "ungrouped")}
+        groups = mine if groups is None else groups & mine
+    suite = info.get("suite")
+    started = info.get("started")
+    stamp = ""
+    if isinstance(started, int | float):
+        stamp = time.strftime("%Y-%m-%d %H:%M", time.localtime(started))
+    elif started:
+        stamp = str(started).replace("T", " ")[:16]
+    labels = info.get("labels") or {}
+    return {
+        "nic_model": joined("nic_model"), "nic_firmware": joined("nic_firmware"),
+        "group": "+".join(sorted(groups or [])),
+        "suite": str(suite.get("name", "")) if isinstance(suite, Mapping) else str(suite or ""),
+        "labels": ", ".join(f"{k}={v}" for k, v in sorted(labels.items()))
+        if isinstance(labels, Mapping) else str(labels),
+        "date": stamp[:10], "time": stamp,
+    }

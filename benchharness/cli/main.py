@@ -1,0 +1,368 @@
+"""The `bench` command: subcommands with key=value arguments. Thin: it only dispatches.
+
+Exit codes: 0 everything ran and passed; 1 a verdict failed; 2 bad usage or configuration;
+3 some steps could not run (host unreachable, tool missing, tool crashed); 4 results could
+not be written (disk full); 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+from benchharness.core.errors import EXIT_INTERRUPTED, EXIT_USAGE, BenchError, UsageError
+
+EXIT_CODES = """exit codes:
+  0    everything ran and every verdict passed
+  1    a verdict failed
+  2    bad usage or configuration (unknown suite, malformed inventory or suite)
+  3    some steps could not run (host unreachable, tool missing, tool crashed)
+  4    results could not be written (disk full, read-only); what was written is intact
+  130  interrupted (SIGINT/SIGTERM); everything measured so far is kept
+"""
+
+# Keys that `bench run` consumes itself; every other key=value overrides a suite parameter.
+RUN_KEYS = ("suite", "hosts", "out", "resume", "launcher", "junit", "baseline", "label")
+
+
+def parse_kv(items: Sequence[str], allowed: Sequence[str] | None = None) -> dict[str, str]:
+    """``key=value`` arguments as a dict; a UsageError for anything else."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key or not key.replace("_", "").replace("-", "").isalnum():
+            raise UsageError(f"expected key=value, got {item!r}")
+        if allowed is not None and key not in allowed:
+            raise UsageError(f"unknown argument {key!r}; expected {', '.join(allowed)}")
+        out[key] = value
+    return out
+
+
+def _require(args: dict[str, str], key: str, command: str) -> str:
+    if not args.get(key):
+        raise UsageError(f"bench {command} needs {key}=...; see `bench {command} --help`")
+    return args[key]
+
+
+def cmd_run(ns: argparse.Namespace) -> int:
+    from benchharness.execution.execute import run_suite
+
+    kv = parse_kv(ns.args)
+    suite = kv.pop("suite", None) or "quick"
+    hosts, out, resume = kv.pop("hosts", None), kv.pop("out", None), kv.pop("resume", None)
+    return run_suite(suite, hosts, kv, out=out, resume=resume, launcher=kv.pop("launcher", None),
+                     junit=kv.pop("junit", None), baseline=kv.pop("baseline", None), label=kv.pop("label", None))
+
+
+def cmd_plan(ns: argparse.Namespace) -> int:
+    from benchharness.config.inventory import load_inventory, local_inventory
+    from benchharness.config.suites import load_suite
+    from benchharness.planning.describe import describe_plan
+    from benchharness.planning.plan import build_plan
+
+    kv = parse_kv(ns.args)
+    suite = load_suite(kv.pop("suite", "") or "quick", {k: v for k, v in kv.items() if k not in RUN_KEYS})
+    inventory = load_inventory(kv["hosts"]) if kv.get("hosts") else local_inventory()
+    from benchharness.execution.launchers import launcher_name
+
+    launcher = launcher_name(kv.get("launcher"), inventory.hosts)
+    print(describe_plan(build_plan(suite, inventory.hosts, inventory=inventory, launcher=launcher)))
+    return 0
+
+
+def cmd_suites(ns: argparse.Namespace) -> int:
+    from benchharness.config.suites import list_suites
+
+    suites = list_suites()
+    width = max((len(n) for n, _ in suites), default=0)
+    for name, description in suites:
+        print(f"{name:<{width}}  {description}")
+    return 0
+
+
+def cmd_list(ns: argparse.Namespace) -> int:
+    from benchharness.cli.history import LIST_KEYS, list_lines
+
+    for line in list_lines(parse_kv(ns.args, allowed=LIST_KEYS)):
+        print(line)
+    return 0
+
+
+def cmd_history(ns: argparse.Namespace) -> int:
+    from benchharness.cli.history import HISTORY_KEYS, history_lines
+
+    for line in history_lines(parse_kv(ns.args, allowed=HISTORY_KEYS)):
+        print(line)
+    return 0
+
+
+def cmd_tag(ns: argparse.Namespace) -> int:
+    from benchharness.cli.history import tag_lines
+
+    for line in tag_lines(ns.run, ns.tags, remove=ns.remove):
+        print(line)
+    return 0
+
+
+def cmd_trend(ns: argparse.Namespace) -> int:
+    from benchharness.cli.history import TREND_KEYS, trend_command
+
+    print(f"trend: {trend_command(parse_kv(ns.args, allowed=TREND_KEYS))}")
+    return 0
+
+
+def cmd_show(ns: argparse.Namespace) -> int:
+    from benchharness.results.store import find_run
+
+    run = find_run(ns.run)
+    info = run.run_info()
+    print(json.dumps({k: info.get(k) for k in ("run_id", "state", "exit_code", "started", "ended",
+                                                 "hosts", "steps", "failures", "verdicts")},
+                     indent=2, default=str))
+    print(f"samples: {len(run.samples())}  path: {run.path}")
+    return 0
+
+
+def cmd_report(ns: argparse.Namespace) -> int:
+    from benchharness.report.compare import render_comparison
+    from benchharness.report.html import render_run_report
+    from benchharness.results.store import find_run
+
+    kv = parse_kv([a for a in ns.runs if "=" in a], allowed=("out", "junit"))
+    runs = [find_run(r) for r in ns.runs if "=" not in r]
+    if not runs:
+        raise UsageError("bench report needs at least one RUN (an id, a path, or latest)")
+    from pathlib import Path
+
+    if len(runs) == 1:
+        path = render_run_report(runs[0], Path(kv["out"]) if kv.get("out") else None)
+        if kv.get("junit"):
+            from benchharness.report.junit import write_junit
+
+            print(f"junit: {write_junit(runs[0], Path(kv['junit']), str(path))}")
+    else:
+        path = render_comparison(runs, Path(kv.get("out") or "comparison.html"))
+    print(f"report: {path}")
+    return 0
+
+
+def cmd_compare(ns: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from benchharness.results.store import find_run
+
+    kv = parse_kv([a for a in ns.runs if "=" in a], allowed=("out", "format"))
+    runs = [find_run(r) for r in ns.runs if "=" not in r]
+    if len(runs) < 2:
+        raise UsageError("bench compare needs at least two runs: bench compare RUN_A RUN_B [...]")
+    fmt = kv.get("format", "html")
+    if fmt == "json":
+        from benchharness.report.exports import comparison_json
+
+        text = json.dumps(comparison_json(runs), indent=2, default=str)
+        if kv.get("out"):
+            Path(kv["out"]).write_text(text + "\n")
+            print(f"comparison: {kv['out']}")
+        else:
+            print(text)
+    elif fmt == "md":
+        from benchharness.report.exports import markdown_summary
+
+        text = markdown_summary(runs)
+        if kv.get("out"):
+            Path(kv["out"]).write_text(text)
+            print(f"comparison: {kv['out']}")
+        else:
+            print(text)
+    elif fmt == "csv":
+        from benchharness.report.exports import samples_csv
+
+        print(f"samples: {samples_csv(runs, Path(kv.get('out') or 'samples.csv'))}")
+    elif fmt == "html":
+        from benchharness.report.compare import render_comparison
+
+        print(f"report: {render_comparison(runs, Path(kv.get('out') or 'comparison.html'))}")
+    else:
+        raise UsageError(f"format={fmt!r}: expected html, json, md or csv")
+    return 0
+
+
+def cmd_parse(ns: argparse.Namespace) -> int:
+    from benchharness.cli.parsers import get_parser
+    from benchharness.core.errors import ToolFailure
+
+    parser = get_parser(ns.tool)
+    try:
+        if ns.file == "-":
+            text = sys.stdin.read()
+        else:
+            with open(ns.file, encoding="utf-8", errors="replace") as fh:
+                text = fh.read()
+    except OSError as exc:
+        raise UsageError(f"cannot read {ns.file}: {exc.strerror}") from exc
+    try:
+        data = parser(text)
+    except ToolFailure as exc:
+        print(f"bench parse {ns.tool} {ns.file}: {exc.kind}: {exc.message}", file=sys.stderr)
+        return exc.exit_code
+    print(json.dumps(data, indent=2, default=str))
+    return 0
+
+
+def cmd_doctor(ns: argparse.Namespace) -> int:
+    from benchharness.config.inventory import load_inventory, local_inventory
+    from benchharness.telemetry.doctor import doctor
+
+    kv = parse_kv(ns.args, allowed=("hosts", "out", "limit"))
+    inventory = load_inventory(kv["hosts"]) if kv.get("hosts") else local_inventory()
+    hosts = inventory.select(kv["limit"]) if kv.get("limit") else inventory.hosts
+    return doctor(hosts, out=kv.get("out"))
+
+
+def cmd_provision(ns: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from benchharness.config.inventory import find_inventory
+    from benchharness.provision import provision
+
+    kv = parse_kv(ns.args, allowed=("hosts", "limit", "tags", "check", "vars"))
+    inventory = find_inventory(_require(kv, "hosts", "provision"))
+    extra = dict(parse_kv(kv["vars"].split(","))) if kv.get("vars") else None
+    result = provision(Path(inventory), limit=kv.get("limit"),
+                       tags=[t for t in kv.get("tags", "").split(",") if t] or None,
+                       check=kv.get("check", "").lower() in ("1", "true", "yes"), extra_vars=extra, echo=print)
+    for host, messages in sorted(result.messages.items()):
+        for message in messages:
+            print(f"{host}: {message}")
+    for host, recap in sorted(result.hosts.items()):
+        print(f"{host}: ok={recap.ok} changed={recap.changed} failed={recap.failed} unreachable={recap.unreachable}")
+    return 0
+
+
+def cmd_lab(ns: argparse.Namespace) -> int:
+    from benchharness.lab import control as lab
+
+    kv = parse_kv(ns.args, allowed=("hosts", "name", "shape", "rdma"))
+    name = kv.get("name")
+    if ns.action == "up":
+        try:
+            count = int(kv.get("hosts", "3"))
+        except ValueError as exc:
+            raise UsageError(f"hosts= must be a number of hosts, got {kv['hosts']!r}") from exc
+        try:
+            shape = lab.parse_shape(kv["shape"]) if kv.get("shape") else None
+        except ValueError as exc:
+            raise UsageError(f"shape=: {exc}") from exc
+        info = lab.lab_up(count, name=name or "lab", shape=shape, rdma=kv.get("rdma"))
+        for h in info.hosts:
+            print(f"{h.name}  {h.address}  netns={h.netns}{'  shaped ' + h.shape if h.shape else ''}")
+        print(info.inventory)
+    elif ns.action == "status":
+        rows = lab.lab_status(name)
+        if not rows:
+            print("no lab is up")
+        for r in rows:
+            print("  ".join(f"{k}={v}" for k, v in r.items()))
+    else:
+        removed = lab.lab_down(name)
+        print(f"removed: {', '.join(removed) if removed else 'nothing'}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every subcommand."""
+    top = argparse.ArgumentParser(
+        prog="bench", description="Benchmark datacenter NICs: perftest, iperf3, nccl-tests, with telemetry.",
+        epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = top.add_subparsers(dest="command", metavar="COMMAND")
+
+    def add(name: str, fn: Callable[[argparse.Namespace], int], help_text: str, epilog: str = "") -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text, description=help_text, epilog=epilog + "\n" + EXIT_CODES,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        p.set_defaults(func=fn)
+        return p
+
+    add("run", cmd_run, "run a suite on the hosts of an inventory (default: the local machine)",
+        "arguments:\n  suite=NAME|PATH   a suite from suites/ or a YAML file (default quick)\n"
+        "  hosts=INVENTORY   Ansible inventory (path or name in inventories/); omit for the local machine\n"
+        "  out=DIR           run directory (default reports/<run-id>)\n"
+        "  resume=RUN        continue an interrupted run, skipping finished steps\n"
+        "  label=TEXT        how reports and comparisons name this run (default: what differs)\n"
+        "  launcher=ssh|slurm  how commands reach the hosts: SSH (default) or Slurm job steps (srun)\n"
+        "  junit=FILE        also write the verdicts as JUnit XML (one testcase per check, per host)\n"
+        "  baseline=REF      run that 'N% baseline' checks compare with: a tag (golden), latest-pass,\n"
+        "                    latest or a run id (default: the suite's verdicts: baseline, else golden)\n"
+        "  KEY=VALUE         override a suite setting or tool parameter (duration=5 repeat=3 ...)\n\n"
+        "example:\n  bench run suite=allreduce hosts=lab.ini repeat=3"
+        ).add_argument("args", nargs="*", metavar="KEY=VALUE")
+    add("plan", cmd_plan, "print the rounds and exact command lines a run would execute, without running",
+        "arguments: suite=NAME hosts=INVENTORY [KEY=VALUE ...]").add_argument("args", nargs="*", metavar="KEY=VALUE")
+    add("suites", cmd_suites, "list the suites with their descriptions")
+    add("list", cmd_list, "list stored runs from the history catalog, oldest first",
+        "arguments (all optional): suite=NAME nic=MODEL|SERIAL|FIRMWARE host=NAME\n"
+        "  verdict=pass|fail|error|interrupted tag=TAG since=YYYY-MM-DD last=N"
+        ).add_argument("args", nargs="*", metavar="KEY=VALUE")
+    add("history", cmd_history, "show a metric over runs, with regressions flagged",
+        "arguments: metric=NAME [nic=MODEL|SERIAL] [suite=] [test=] [size=1M] [host=] [last=N]\n"
+        "  [window=10 k=4 min_change=5]   regression: worse than the median of the previous window\n"
+        "  nights by more than k scaled MADs and min_change percent, or a significant decline\n\n"
+        "example:\n  bench history metric=bw_avg_gbps nic=CX7 test=write-bw size=8M"
+        ).add_argument("args", nargs="*", metavar="KEY=VALUE")
+    p = add("tag", cmd_tag, "tag a run (golden, ...), remove tags, or show them",
+            "baseline=TAG on `bench run` compares with the run tagged TAG last.\n\n"
+            "examples:\n  bench tag 20251130-010000-acceptance-3fa2 golden\n  bench tag latest golden --remove")
+    p.add_argument("run", help="run id, path, or latest")
+    p.add_argument("tags", nargs="*", metavar="TAG")
+    p.add_argument("--remove", action="store_true", help="remove the tags instead of adding them")
+    add("trend", cmd_trend, "render an HTML trend report of a metric over nights per NIC model or serial",
+        "arguments: metric=NAME [by=model|serial|firmware] [nic=] [suite=] [test=] [size=] [last=N]\n"
+        "  [out=FILE]  (default trend-METRIC.html)").add_argument("args", nargs="*", metavar="KEY=VALUE")
+    add("show", cmd_show, "show one stored run").add_argument("run", help="run id, path, or latest")
+    add("report", cmd_report, "render the HTML report of a run, or a comparison of several runs",
+        "arguments: RUN [RUN ...] [out=FILE] [junit=FILE (one run: its verdicts as JUnit XML)]"
+        ).add_argument("runs", nargs="+", metavar="RUN")
+    add("compare", cmd_compare, "compare runs side by side (the first is the baseline): medians, 95%% CIs, "
+        "ratios, significance",
+        "arguments: RUN_A RUN_B [RUN ...] [out=FILE] [format=html|json|md|csv]\n\n"
+        "example:\n  bench compare 20261130-nic-a 20261130-nic-b out=vendor-a-vs-b.html"
+        ).add_argument("runs", nargs="+", metavar="RUN")
+    p = add("parse", cmd_parse, "parse a saved tool or command output and print its records as JSON")
+    p.add_argument("tool", help="parser name (iperf3, perftest, nccl-tests, lspci, ...)")
+    p.add_argument("file", help="file to parse, or - for standard input")
+    add("doctor", cmd_doctor, "probe hosts and run the preflight checks: PCIe, NUMA, MTU, link, tools, "
+        "governor, temperatures, GPU-NIC topology",
+        "arguments: hosts=INVENTORY [limit=PATTERN] [out=FILE.json]\n\n"
+        "exit code 1 when a check fails (warnings do not fail)").add_argument("args", nargs="*", metavar="KEY=VALUE")
+    add("provision", cmd_provision, "install the benchmark tools on the hosts with Ansible (ansible/site.yml)",
+        "arguments: hosts=INVENTORY [limit=PATTERN] [tags=bench_tools,nccl_tests,rccl_tests,soft_roce] "
+        "[check=true] [vars=k=v,k2=v2]\n\nSafe to run again: a second run changes nothing."
+        ).add_argument("args", nargs="*", metavar="KEY=VALUE")
+    p = add("lab", cmd_lab, "manage the loopback lab: network namespaces with real sshd (needs root)",
+            "arguments:\n  up hosts=N [name=lab] [shape=h2:2gbit] [rdma=rxe]\n  status [name=lab]\n  down [name=lab]\n\n"
+            "`bench lab up` prints the inventory path as its last line.")
+    p.add_argument("action", choices=("up", "status", "down"))
+    p.add_argument("args", nargs="*", metavar="KEY=VALUE")
+    return top
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `bench` console script."""
+    parser = build_parser()
+    ns = parser.parse_args(argv)
+    if not getattr(ns, "func", None):
+        parser.print_help()
+        return EXIT_USAGE
+    os.umask(os.umask(0o022) | 0o022)  # results are never group- or world-writable
+    try:
+        return int(ns.func(ns))
+    except BenchError as exc:
+        print(f"bench: {exc.message}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("bench: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return 0

@@ -1,0 +1,167 @@
+"""Small data classes shared by every room: hosts, steps, commands and their results."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+Record = dict[str, Any]
+"""One tidy sample row: labels plus unit-bearing metric fields (e.g. ``bw_avg_gbps``)."""
+
+
+@dataclass(frozen=True)
+class Rail:
+    """One NIC of a host (a "rail": on GPU nodes one per GPU, on the GPU's PCIe switch)."""
+
+    index: int
+    netdev: str | None = None
+    rdma_dev: str | None = None
+    rdma_port: int = 1
+    data_ip: str | None = None
+    gid_index: int | None = None
+    numa_node: int | None = None
+    line_rate_gbps: float | None = None
+    #: GPUs nearest this NIC (PIX/PXB in ``nvidia-smi topo -m``), nearest first.
+    nearest_gpus: tuple[int, ...] = ()
+    serial: str | None = None
+    pci_address: str | None = None
+
+    @property
+    def name(self) -> str:
+        """``rail<i>``, as samples, reports and verdicts name it."""
+        return f"rail{self.index}"
+
+
+def _int_or_none(value: Any) -> int | None:
+    try:
+        return int(value) if value is not None and value != "" else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _float_or_none(value: Any) -> float | None:
+    try:
+        return float(value) if value is not None and value != "" else None
+    except (TypeError, ValueError):
+        return None
+
+
+@dataclass(frozen=True)
+class Host:
+    """A benchmark host as the inventory describes it."""
+
+    name: str
+    address: str
+    port: int = 22
+    user: str | None = None
+    key_file: str | None = None
+    known_hosts: str | None = None
+    proxy_jump: str | None = None
+    strict_host_keys: bool = True
+    data_ip: str | None = None
+    groups: tuple[str, ...] = ()
+    vars: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    local: bool = False
+    #: The host's NICs as the inventory lists them; empty: the single NIC its variables describe.
+    rails: tuple[Rail, ...] = field(default=(), compare=False, hash=False)
+
+    @property
+    def traffic_ip(self) -> str:
+        """Address that test traffic goes to: ``data_ip`` when set, else the management address."""
+        return self.data_ip or self.address
+
+    def var(self, name: str, default: Any = None) -> Any:
+        """A benchmark variable of this host (``netdev``, ``rdma_dev``, ``gpus`` ...)."""
+        return self.vars.get(name, default)
+
+    def nics(self) -> tuple[Rail, ...]:
+        """Every NIC of the host: its rails, or one rail 0 from ``netdev``, ``rdma_dev`` ... vars."""
+        if self.rails:
+            return self.rails
+        return (Rail(index=0, netdev=self.var("netdev"), rdma_dev=self.var("rdma_dev"),
+                     rdma_port=_int_or_none(self.var("rdma_port")) or 1, data_ip=self.data_ip,
+                     gid_index=_int_or_none(self.var("gid_index")), numa_node=_int_or_none(self.var("numa_node")),
+                     line_rate_gbps=_float_or_none(self.var("nic_line_rate_gbps")),
+                     serial=self.var("nic_serial")),)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One tool invocation between some hosts, with one set of parameters.
+
+    ``hosts`` is ordered by the pattern: for pair patterns ``(server, client)``, for incast
+    ``(receiver, sender, sender, ...)``, for collectives every member with the launcher first.
+    """
+
+    id: str
+    test: str
+    tool: str
+    params: Mapping[str, Any]
+    hosts: tuple[Host, ...]
+    pattern: str = "pairs"
+    repetition: int = 0
+    round: int = 0
+    port: int = 0
+    labels: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    def sample_labels(self) -> Record:
+        """Labels that every sample of this step carries."""
+        # The step's own identity wins over case labels (a tool parameter may be called "test").
+        return {**self.labels, "test": self.test, "tool": self.tool, "step": self.id,
+                "rep": self.repetition, "round": self.round, "pattern": self.pattern}
+
+
+@dataclass(frozen=True)
+class Command:
+    """A command line to run on one host; built by a tool adapter, executed by a transport."""
+
+    host: Host
+    role: str
+    argv: tuple[str, ...]
+    env: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
+    background: bool = False
+    ready_pattern: str | None = None
+    timeout_s: float = 120.0
+    label: str = ""
+    #: Files to copy to the host before the command starts: (local path, remote path).
+    uploads: tuple[tuple[str, str], ...] = ()
+    #: Seconds after the step's first client starts that this client starts (staggered starts).
+    start_delay_s: float = 0.0
+
+    @property
+    def name(self) -> str:
+        """Unique name of this command inside its step, used for raw output files."""
+        return self.label or f"{self.role}-{self.host.name}"
+
+
+@dataclass
+class CommandResult:
+    """What happened to one command: exit code, output, timing, and how it ended."""
+
+    command: Command
+    rc: int | None
+    stdout: str
+    stderr: str
+    started: float
+    ended: float
+    timed_out: bool = False
+    stopped: bool = False
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and not self.timed_out and (self.rc == 0 or self.stopped)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One pass/fail check with its evidence."""
+
+    check: str
+    status: str  # "pass" | "fail" | "warn" | "info"
+    message: str
+    host: str | None = None
+    test: str | None = None
+    value: float | None = None
+    limit: float | None = None
