@@ -18,7 +18,7 @@ import pytest
 from benchharness.core.errors import ConfigError, ToolFailure
 from benchharness.core.model import CommandResult, Host, Step
 from benchharness.tools import get_tool, nccl_tests
-from benchharness.tools.mpi_launch import build_mpirun, check_env, lab_cidr
+from benchharness.tools.mpi_launch import build_mpirun, check_env
 from benchharness.tools.nccl_parse import parse_nccl_tests, strip_tags
 from benchharness.transport.base import wrap_command
 
@@ -38,13 +38,14 @@ def lab_hosts() -> tuple[Host, ...]:
 
 def test_mpirun_argv_for_lab_hosts() -> None:
     argv = build_mpirun(lab_hosts(), 1, ["python3", "prog.py", "-b", "8"], {"UCX_TLS": "tcp"},
-                        rsh_agent="/run/benchlab/ssh-agent.sh", if_include=lab_cidr("198.18.1.1"),
+                        rsh_agent="/run/benchlab/ssh-agent.sh", if_include="198.18.1.0/24",
                         allow_run_as_root=True)
+    # mpirun reaches the hosts by their management address, not the data address
     assert argv == ["mpirun", "--allow-run-as-root", "--tag-output", "-np", "3",
-                    "-H", "198.18.1.1:1,198.18.1.2:1,198.18.1.3:1",
-                    "--mca", "btl", "tcp,self", "--mca", "plm_rsh_no_tree_spawn", "1",
+                    "-H", "198.18.0.1:1,198.18.0.2:1,198.18.0.3:1", "--map-by", "ppr:1:node",
+                    "--mca", "pml", "ob1", "--mca", "btl", "tcp,self",
                     "--mca", "btl_tcp_if_include", "198.18.1.0/24", "--mca", "oob_tcp_if_include", "198.18.1.0/24",
-                    "--mca", "plm_rsh_agent", "/run/benchlab/ssh-agent.sh",
+                    "--mca", "plm_rsh_no_tree_spawn", "1", "--mca", "plm_rsh_agent", "/run/benchlab/ssh-agent.sh",
                     "-x", "UCX_TLS=tcp", "python3", "prog.py", "-b", "8"]
 
 
@@ -94,8 +95,9 @@ def test_collective_picks_backend_per_inventory() -> None:
     argv = list(cmd.argv)
     assert cmd.host.name == "mi1" and argv[0] == "mpirun" and "--allow-run-as-root" not in argv
     assert argv[argv.index("-np") + 1] == "8"  # 2 hosts x (8 GPUs / 2 per process)
-    assert argv[argv.index("-H") + 1] == "10.4.0.49:4,10.4.0.50:4"
-    assert argv[argv.index("btl_tcp_if_include") + 1] == "10.4.0.0/24"
+    assert argv[argv.index("-H") + 1] == "10.3.0.3:4,10.3.0.3:4"  # management addresses
+    assert "btl_tcp_if_include" not in argv  # no interface guessed from an address
+    assert argv[argv.index("--map-by") + 1] == "ppr:4:node" and argv[argv.index("--bind-to") + 1] == "numa"
     tail = argv[argv.index("/opt/rccl-tests/build/all_reduce_perf"):]
     assert tail == ["/opt/rccl-tests/build/all_reduce_perf", "-b", "8", "-e", "134217728", "-f", "2", "-n", "20",
                     "-w", "5", "-c", "1", "-o", "sum", "-g", "2"]

@@ -59,7 +59,7 @@ def test_build_srun_puts_mca_settings_in_the_environment() -> None:
     assert argv[:6] == ["srun", "--nodelist=n1,n2,n3", "-N3", "--ntasks-per-node=4", "--mpi=pmix",
                         "--kill-on-bad-exit=1"]
     assert argv[-4:] == ["--", "all_reduce_perf", "-g", "1"]
-    assert env == {"OMPI_MCA_btl": "tcp,self", "OMPI_MCA_btl_tcp_if_include": "198.18.9.0/24",
+    assert env == {"OMPI_MCA_pml": "ob1", "OMPI_MCA_btl": "tcp,vader,self", "OMPI_MCA_btl_tcp_if_include": "198.18.9.0/24",
                    "OMPI_MCA_oob_tcp_if_include": "198.18.9.0/24", "OMPI_MCA_btl_tcp_links": "2",
                    "NCCL_DEBUG": "INFO"}
     with pytest.raises(ValueError, match="same number of ranks"):

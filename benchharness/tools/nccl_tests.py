@@ -9,14 +9,21 @@ the CPU benchmark (``benchharness.collectives.mpi_allreduce``, same table) on ho
 from __future__ import annotations
 
 import importlib.util
-import ipaddress
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from benchharness.core.errors import ConfigError, ToolFailure
 from benchharness.core.model import Command, CommandResult, Host, Record, Step
 from benchharness.core.units import parse_size
-from benchharness.tools.mpi_launch import build_mpirun, build_srun, check_env, lab_cidr
+from benchharness.tools.mpi_launch import (
+    build_mpirun,
+    build_srun,
+    check_env,
+    gpu_count,
+    launch_settings,
+    mgmt_netdevs,
+    rdma_devices,
+)
 from benchharness.tools.nccl_debug import network_matches, parse_nccl_debug
 from benchharness.tools.nccl_parse import NcclRun, parse_nccl_tests
 
@@ -30,7 +37,7 @@ PARAMS: dict[str, Any] = {
     "op": "all_reduce", "minbytes": "8", "maxbytes": "128M", "stepfactor": 2, "iters": 20, "warmup": 5,
     "check": 1, "redop": None, "datatype": None, "blocking": None, "cudagraph": None, "gpus_per_proc": 1,
     "procs_per_host": None, "env": {}, "nccl_debug": False, "require_network": None, "require_gdr": None,
-    "binary_dir": None, "timeout": 900,
+    "binary_dir": None, "timeout": 900, "ib_tc": None, "ib_sl": None, "cpu_maxbytes": "16M",
 }
 _FLAGS = (("minbytes", "-b"), ("maxbytes", "-e"), ("stepfactor", "-f"), ("iters", "-n"), ("warmup", "-w"),
           ("check", "-c"), ("redop", "-o"), ("datatype", "-d"), ("blocking", "-z"), ("cudagraph", "-G"))
@@ -60,6 +67,11 @@ def check_collective_params(params: Mapping[str, Any], ops: Sequence[str] = GPU_
     for key in ("warmup", "check", "blocking", "cudagraph", "procs_per_host"):
         if p[key] is not None and (isinstance(p[key], bool) or not isinstance(p[key], int) or p[key] < 0):
             raise ValueError(f"{key}: must be a non-negative integer, not {p[key]!r}")
+    for key, top in (("ib_tc", 255), ("ib_sl", 15)):
+        if p[key] is not None and (isinstance(p[key], bool) or not isinstance(p[key], int) or not 0 <= p[key] <= top):
+            raise ValueError(f"{key}: must be an integer 0..{top}, not {p[key]!r}")
+    if p["cpu_maxbytes"] is not None:
+        parse_size(p["cpu_maxbytes"])
     if p["procs_per_host"] == 0:
         raise ValueError("procs_per_host: must be at least 1")
     if p["redop"] is not None and p["redop"] not in REDOPS:
@@ -74,54 +86,65 @@ def check_collective_params(params: Mapping[str, Any], ops: Sequence[str] = GPU_
 
 
 def _slots(step: Step, p: Mapping[str, Any], gpus: bool) -> list[int]:
+    """Ranks per host: ``procs_per_host``, else one per ``gpus_per_proc`` GPUs, else one per CPU host."""
     if p["procs_per_host"]:
         return [int(p["procs_per_host"])] * len(step.hosts)
     if not gpus:
         return [1] * len(step.hosts)
-    return [max(1, int(h.var("gpus", 1) or 1) // int(p["gpus_per_proc"])) for h in step.hosts]
+    return [max(1, (gpu_count(h) or 1) // int(p["gpus_per_proc"])) for h in step.hosts]
 
 
-def _if_include(launcher: Host) -> str | None:
-    """Host var ``mpi_if_include`` (CIDR or interfaces; empty disables), else the /24 of the traffic IP."""
-    configured = launcher.var("mpi_if_include")
-    if configured is not None:
-        return str(configured) or None
-    try:
-        ipaddress.ip_address(launcher.traffic_ip)
-    except ValueError:
-        return None  # a host name: let Open MPI choose its interfaces
-    return lab_cidr(launcher.traffic_ip)
+def fabric_env(hosts: Sequence[Host], p: Mapping[str, Any]) -> dict[str, object]:
+    """What NCCL (and RCCL, which reads the same names) is told of the fabric, from the inventory.
+
+    ``NCCL_IB_HCA`` lists every rail's ``device:port`` (``=`` for exact names: ``mlx5_1`` would
+    otherwise also select ``mlx5_10``...), ``NCCL_SOCKET_IFNAME`` the management netdev for
+    bootstrap and sockets, ``NCCL_IB_GID_INDEX`` the rails' GID index (NCCL takes one for all),
+    ``NCCL_IB_TC`` / ``NCCL_IB_SL`` the suite's ``ib_tc`` / ``ib_sl``.
+    """
+    env: dict[str, object] = {}
+    devices = rdma_devices(hosts)
+    if devices:
+        env["NCCL_IB_HCA"] = "=" + ",".join(devices)
+    netdevs = mgmt_netdevs(hosts)
+    if netdevs:
+        env["NCCL_SOCKET_IFNAME"] = "=" + ",".join(netdevs)
+    gids = {(h.name, r.name): r.gid_index for h in hosts for r in h.nics() if r.rdma_dev and r.gid_index is not None}
+    if len(set(gids.values())) > 1:
+        where = ", ".join(f"{h}/{r}={g}" for (h, r), g in gids.items())
+        raise ValueError(f"rails disagree on gid_index ({where}); NCCL_IB_GID_INDEX is one value for all")
+    if gids:
+        env["NCCL_IB_GID_INDEX"] = next(iter(gids.values()))
+    if p["ib_tc"] is not None:
+        env["NCCL_IB_TC"] = p["ib_tc"]
+    if p["ib_sl"] is not None:
+        env["NCCL_IB_SL"] = p["ib_sl"]
+    return env
 
 
 def _mpirun(step: Step, p: Mapping[str, Any], program: list[str], env: Mapping[str, object],
             gpus: bool, launch_via: str, uploads: tuple[tuple[str, str], ...] = ()) -> list[Command]:
     launcher = step.hosts[0]
-    mca = launcher.var("mpi_mca") or {}
-    if launch_via == "slurm":
-        return _srun(step, p, program, env, gpus, uploads, {str(k): str(v) for k, v in dict(mca).items()})
-    argv = build_mpirun(step.hosts, _slots(step, p, gpus), program, env,
-                        rsh_agent=launcher.var("mpi_rsh_agent"), if_include=_if_include(launcher),
-                        allow_run_as_root=launcher.user in (None, "root") or bool(launcher.var("mpi_allow_root")),
-                        mca={str(k): str(v) for k, v in dict(mca).items()},
-                        mpirun=str(launcher.var("mpirun", "mpirun")))
-    return [Command(host=launcher, role="launcher", argv=tuple(argv), timeout_s=float(p["timeout"]),
-                    label=f"mpirun-{launcher.name}", uploads=uploads)]
-
-
-def _srun(step: Step, p: Mapping[str, Any], program: list[str], env: Mapping[str, object], gpus: bool,
-          uploads: tuple[tuple[str, str], ...], mca: Mapping[str, str]) -> list[Command]:
-    """The Slurm form: one ``srun`` over the step's nodes, run by the controller (launcher=slurm)."""
-    from benchharness.transport.slurm import node_name, site_args
-
-    launcher = step.hosts[0]
+    mca = {str(k): str(v) for k, v in dict(launcher.var("mpi_mca") or {}).items()}
+    slots = _slots(step, p, gpus)
     try:
-        argv, srun_env = build_srun([node_name(h) for h in step.hosts], _slots(step, p, gpus), program, env,
-                                    mpi=str(launcher.var("slurm_mpi", "pmix")), if_include=_if_include(launcher),
-                                    mca=mca, extra=site_args(launcher))
+        launch = launch_settings(step.hosts, gpus)
+        if launch_via == "slurm":
+            from benchharness.transport.slurm import node_name, site_args
+
+            argv, srun_env = build_srun([node_name(h) for h in step.hosts], slots, program, env,
+                                        mpi=str(launcher.var("slurm_mpi", "pmix")), mca=mca,
+                                        extra=site_args(launcher), launch=launch,
+                                        gpus_per_node=max(gpu_count(h) for h in step.hosts) if gpus else 0)
+            return [Command(host=launcher, role="launcher", argv=tuple(argv), env=srun_env,
+                            timeout_s=float(p["timeout"]), label=f"srun-{launcher.name}", uploads=uploads)]
+        argv = build_mpirun(step.hosts, slots, program, env, launch=launch,
+                            allow_run_as_root=launcher.user in (None, "root") or bool(launcher.var("mpi_allow_root")),
+                            mca=mca, mpirun=str(launcher.var("mpirun", "mpirun")))
     except ValueError as exc:
         raise ConfigError(f"step {step.id}: {exc}") from exc
-    return [Command(host=launcher, role="launcher", argv=tuple(argv), env=srun_env,
-                    timeout_s=float(p["timeout"]), label=f"srun-{launcher.name}", uploads=uploads)]
+    return [Command(host=launcher, role="launcher", argv=tuple(argv), timeout_s=float(p["timeout"]),
+                    label=f"mpirun-{launcher.name}", uploads=uploads)]
 
 
 def _tool_args(p: Mapping[str, Any], flags: Sequence[tuple[str, str]]) -> list[str]:
@@ -175,8 +198,9 @@ class NcclTests:
     def check_params(self, params: Mapping[str, Any]) -> None:
         check_collective_params(params)
 
-    def env(self, p: Mapping[str, Any]) -> dict[str, object]:
-        env: dict[str, object] = dict(p["env"])
+    def env(self, p: Mapping[str, Any], hosts: Sequence[Host] = ()) -> dict[str, object]:
+        """The ranks' environment: the fabric from the inventory, NCCL_DEBUG for checks, the suite's ``env`` last."""
+        env: dict[str, object] = {**fabric_env(hosts, p), **dict(p["env"])}
         if p["nccl_debug"] or p["require_network"] or p["require_gdr"] is not None:
             env.setdefault("NCCL_DEBUG", "INFO")
             env.setdefault("NCCL_DEBUG_SUBSYS", "INIT,NET")
@@ -187,7 +211,11 @@ class NcclTests:
         bindir = p["binary_dir"] or step.hosts[0].var(self.dir_var)
         binary = f"{str(bindir).rstrip('/')}/{p['op']}_perf" if bindir else f"{p['op']}_perf"
         program = [binary, *_tool_args(p, _FLAGS), "-g", str(p["gpus_per_proc"])]
-        return _mpirun(step, p, program, self.env(p), gpus=True, launch_via=launcher)
+        try:
+            env = self.env(p, step.hosts)
+        except ValueError as exc:
+            raise ConfigError(f"step {step.id}: {exc}") from exc
+        return _mpirun(step, p, program, env, gpus=True, launch_via=launcher)
 
     def parse_step(self, step: Step, results: Sequence[CommandResult]) -> list[Record]:
         p = _merged(step.params)
@@ -244,6 +272,10 @@ class CpuCollective:
         spec = importlib.util.find_spec("benchharness.collectives.mpi_allreduce")
         if spec is None or spec.origin is None:
             raise ToolFailure("tool_missing", "benchharness.collectives.mpi_allreduce is not installed")
+        if p["cpu_maxbytes"] is not None and parse_size(p["maxbytes"]) > parse_size(p["cpu_maxbytes"]):
+            # the GPU sizing (8G) would take minutes per size on CPUs: stop at cpu_maxbytes
+            p = {**p, "maxbytes": p["cpu_maxbytes"],
+                 "minbytes": min(parse_size(p["minbytes"]), parse_size(p["cpu_maxbytes"]))}
         python = str(step.hosts[0].var("bench_python", "python3"))
         program = [python, CPU_PROGRAM, "--collective", p["op"],
                    *_tool_args(p, [f for f in _FLAGS if f[0] not in ("datatype", "blocking", "cudagraph")])]
@@ -270,7 +302,10 @@ def backend_for(hosts: Sequence[Host]) -> NcclTests | CpuCollective:
     """rccl-tests for AMD GPU hosts, nccl-tests for other GPU hosts, the CPU benchmark without GPUs."""
     kinds = set()
     for h in hosts:
-        gpus = int(h.var("gpus", 0) or 0)
+        try:
+            gpus = gpu_count(h)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from exc
         kinds.add("cpu" if gpus <= 0 else "amd" if str(h.var("gpu_vendor", "nvidia")).lower() == "amd"
                   else "nvidia")
     if len(kinds) > 1:
