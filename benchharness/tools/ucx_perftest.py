@@ -158,8 +158,14 @@ class UcxPerftestAdapter:
 
     @staticmethod
     def env(params: Mapping[str, Any], host: Host) -> dict[str, str]:
-        """UCX_TLS and UCX_NET_DEVICES for a host: the suite's, else the host's data NIC."""
+        """UCX_TLS and UCX_NET_DEVICES for a host: the suite's, else the host's data NIC.
+
+        ``tls: auto`` is RC and DC verbs (``rc,dc``: UCX's aliases for rc_verbs/rc_mlx5 and
+        dc_mlx5) on a host with an RDMA device, TCP on one without (the lab).
+        """
         tls = str(params.get("tls") or "tcp")
+        if tls == "auto":
+            tls = "rc,dc,sm,self" if host.var("rdma_dev") else "tcp"
         env = {"UCX_TLS": tls}
         devices = params.get("net_devices")
         if devices is None:
