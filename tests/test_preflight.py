@@ -114,3 +114,18 @@ def test_gpu_nic_topology_from_nvidia_smi(facts: dict[str, dict[str, Any]]) -> N
 def test_host_without_facts_fails() -> None:
     (v,) = run_checks({}, [Host("gpu-z", "10.0.0.9")])
     assert (v.check, v.status, v.host) == ("preflight.probe", "fail", "gpu-z")
+
+
+@pytest.mark.parametrize(("gid_index", "data_ip", "status", "words"), [
+    (3, "198.18.0.2", "pass", "RoCE v2, 0000:0000:0000:0000:0000:ffff:c612:0002"),
+    (1, "198.18.0.2", "fail", "RoCE v2 fe80:0000:0000:0000:a288:c2ff:fea1:b2c3; use gid_index=3"),
+    (2, "198.18.0.2", "fail", "IB/RoCE v1 0000:0000:0000:0000:0000:ffff:c612:0002; use gid_index=3"),
+    (7, None, "fail", "no such entry; use gid_index=3"),
+    (3, "198.18.0.9", "fail", "no RoCE v2 GID carries 198.18.0.9 (is the address on ens1f0np0?)"),
+])
+def test_gid_index_checked_against_the_hosts_gid_table(facts: dict[str, dict[str, Any]], gid_index: int,
+                                                       data_ip: str | None, status: str, words: str) -> None:
+    host = Host("gpu-b", "10.0.0.2", data_ip=data_ip, vars={**VARS, "gid_index": gid_index})
+    (verdict,) = only(run_checks(facts, [host]), "gid_index", "gpu-b")
+    assert verdict.status == status and words in verdict.message, verdict.message
+    assert "mlx5_0/1 (rail0)" in verdict.message

@@ -8,6 +8,7 @@ the evidence in their message. Limits and minimum versions are plain data below.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -171,6 +172,37 @@ class _HostChecks:
                 self.add("link_state", "pass", f"{name}/{port_no} ACTIVE/LinkUp at {port.get('rate')}",
                          value=port.get("rate_gbps"))
 
+    def gid_index(self) -> None:
+        """Each RoCE rail's configured ``gid_index``: a RoCE v2 GID carrying the rail's address.
+
+        perftest, NCCL and UCX address the peer by that GID; a RoCE v1 or link-local entry, or one of
+        another address, connects to the wrong place or not at all. The right index is suggested.
+        """
+        rdma = self.facts.get("rdma") or {}
+        if not _available(rdma):
+            return
+        devices = {d["device"]: d for d in rdma.get("devices") or []}
+        for rail in self.host.nics():
+            if not rail.rdma_dev or rail.gid_index is None:
+                continue
+            dev = devices.get(rail.rdma_dev) or {}
+            port = next((p for p in dev.get("ports", []) if p.get("port") == rail.rdma_port), None)
+            if port is None or port.get("link_layer") != "Ethernet":
+                continue  # missing: link_state says so; InfiniBand: GID 0 is right
+            gids = port.get("gids") or []
+            good = [g for g in gids if g.get("type") == "RoCE v2" and _carries(g.get("gid"), rail.data_ip)]
+            entry = next((g for g in gids if g.get("index") == rail.gid_index), None)
+            where = f"{rail.rdma_dev}/{rail.rdma_port} ({rail.name}) gid_index={rail.gid_index}"
+            if entry is not None and entry in good:
+                self.add("gid_index", "pass", f"{where}: RoCE v2, {entry['gid']}", value=rail.gid_index)
+                continue
+            found = "no such entry" if entry is None else f"{entry.get('type')} {entry.get('gid')}"
+            hint = (f"; use gid_index={good[0]['index']}" if good else
+                    f"; no RoCE v2 GID carries {rail.data_ip or 'an IPv4 address'} (is the address on "
+                    f"{', '.join(port.get('netdevs') or []) or 'the netdev'}?)")
+            self.add("gid_index", "fail", f"{where} is {found}{hint}", value=rail.gid_index,
+                     limit=float(good[0]["index"]) if good else None)
+
     def tools(self, required: Sequence[str], minimum: Mapping[str, str]) -> None:
         tools = self.facts.get("tools") or {}
         for name in required:
@@ -268,6 +300,25 @@ _MEANING = {"PHB": "through the PCIe host bridge", "NODE": "across host bridges 
             "SYS": "across the inter-socket link"}
 
 
+def _carries(gid: object, address: str | None) -> bool:
+    """True when ``gid`` is the IPv4-mapped form of ``address`` (any IPv4 GID when no address is known)."""
+    try:
+        ip = ipaddress.IPv6Address(str(gid))
+    except ValueError:
+        return False
+    if ip.ipv4_mapped is None:
+        return address is not None and ip == _v6(address)
+    return address is None or str(ip.ipv4_mapped) == address
+
+
+def _v6(address: str) -> ipaddress.IPv6Address | None:
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return None
+    return ip if isinstance(ip, ipaddress.IPv6Address) else None
+
+
 def run_checks(facts_by_host: Mapping[str, Mapping[str, Any]], hosts: Sequence[Host],
                pairs: Sequence[tuple[str, str]] | None = None, *,
                limits: Mapping[str, tuple[float, float]] | None = None,
@@ -287,6 +338,7 @@ def run_checks(facts_by_host: Mapping[str, Mapping[str, Any]], hosts: Sequence[H
         hc.pcie_gpus()
         hc.numa()
         hc.links()
+        hc.gid_index()
         hc.tools(REQUIRED_TOOLS if required_tools is None else required_tools, min_versions or MIN_VERSIONS)
         hc.governor()
         hc.temperatures()
