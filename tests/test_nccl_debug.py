@@ -146,3 +146,16 @@ def test_require_network_turns_nccl_debug_on() -> None:
     assert "NCCL_DEBUG=INFO" in cmd.argv and "NCCL_DEBUG_SUBSYS=INIT,NET" in cmd.argv
     (plain,) = NCCL.commands(step_with({"op": "all_reduce"}))
     assert not any(a.startswith("NCCL_DEBUG") for a in plain.argv)
+
+
+def test_every_listed_hca_must_be_opened_and_carry_channels() -> None:
+    real = (FIXTURES / "debug-hca" / "nccl-2.19-dgxh100-2-roce-hcas.log").read_text()
+    NCCL.check_hcas("=mlx5_10:1,mlx5_11:1", real)
+    NCCL.check_hcas("^mlx5_0", real)  # an exclusion list names nothing that must be used
+    with pytest.raises(ToolFailure, match=r"did not open mlx5_12:1 of NCCL_IB_HCA \(opened mlx5_10:1, mlx5_11:1\)"):
+        NCCL.check_hcas("=mlx5_10:1,mlx5_11:1,mlx5_12:1", real)
+    gdr = (FIXTURES / "debug" / "nccl-2.21-ib-gdr.log").read_text()
+    NCCL.check_hcas("=mlx5_0:1,mlx5_1:1", gdr)  # channels 00 over NET/IB/0, 01 over NET/IB/1
+    one_rail = "\n".join(ln for ln in gdr.splitlines() if "via NET/IB/1/" not in ln)
+    with pytest.raises(ToolFailure, match=r"no NCCL channel ran over mlx5_1:1 \(channels over mlx5_0:1\)"):
+        NCCL.check_hcas("=mlx5_0:1,mlx5_1:1", one_rail)

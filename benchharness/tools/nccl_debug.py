@@ -116,6 +116,29 @@ def parse_nccl_debug(text: str) -> dict[str, Any]:
     }
 
 
+def hcas_used(text: str) -> tuple[list[str], list[str]]:
+    """(HCAs NCCL opened, HCAs its channels ran over) as ``dev:port``, from ``NET/IB : Using`` and channel lines.
+
+    A channel line names the device by its index in that rank's ``Using`` list, so the index is
+    looked up in the list of the same rank (host:pid) that logged the channel.
+    """
+    opened: list[str] = []
+    by_rank: dict[str, list[str]] = {}
+    used: list[str] = []
+    for line in _log_lines(text):
+        rank = line.split(" ", 1)[0]
+        if m := _IB_USING.search(line):
+            names = [f"{d['name']}:{d['port']}" for d in _devices_ib(m.group(1))]
+            by_rank[rank.rsplit(":", 1)[0]] = names
+            opened += [n for n in names if n not in opened]
+        elif (m := _CHANNEL_NET.search(line)) and m.group(1).lower().startswith("ib"):
+            names = by_rank.get(rank.rsplit(":", 1)[0], [])
+            idx = int(m.group(2))
+            if idx < len(names) and names[idx] not in used:
+                used.append(names[idx])
+    return opened, used
+
+
 def network_matches(required: str, used: str | None) -> bool:
     """True when the network NCCL logged (``IBext_v8``, ``AWS Libfabric``) is the ``required`` kind."""
     if used is None:

@@ -24,7 +24,7 @@ from benchharness.tools.mpi_launch import (
     mgmt_netdevs,
     rdma_devices,
 )
-from benchharness.tools.nccl_debug import network_matches, parse_nccl_debug
+from benchharness.tools.nccl_debug import hcas_used, network_matches, parse_nccl_debug
 from benchharness.tools.nccl_parse import NcclRun, parse_nccl_tests
 
 GPU_COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce",
@@ -224,6 +224,7 @@ class NcclTests:
         debug = parse_nccl_debug(f"{res.stdout}\n{res.stderr}")
         try:
             self.check_transport(p, debug)
+            self.check_hcas(str(self.env(p, step.hosts).get("NCCL_IB_HCA") or ""), f"{res.stdout}\n{res.stderr}")
         except ToolFailure as exc:
             raise ToolFailure(exc.kind, f"step {step.id} on {res.command.host.name}: {exc}") from exc
         extra: Record = {"backend": self.name, "nccl_network": debug["network"], "nccl_gdr": debug["gdr"]}
@@ -246,6 +247,28 @@ class NcclTests:
             got = {True: "used", False: "did not use", None: "did not log"}[debug.get("gdr")]
             raise ToolFailure("transport_mismatch", f"NCCL {got} GPUDirect RDMA, suite requires "
                               f"require_gdr={str(gdr).lower()}")
+
+    @staticmethod
+    def check_hcas(listed: str, text: str) -> None:
+        """ToolFailure('transport_mismatch') when an HCA that NCCL_IB_HCA lists was not opened or carried no channel.
+
+        Checked only where the log shows it (NCCL_DEBUG=INFO, IB in use); an exclusion list (``^``)
+        says nothing about what must be used.
+        """
+        if not listed or listed.startswith("^"):
+            return
+        opened, used = hcas_used(text)
+        if not opened:
+            return
+        want = [h if ":" in h else f"{h}:1" for h in listed.lstrip("=").split(",") if h]
+        missing = [h for h in want if h not in opened]
+        if missing:
+            raise ToolFailure("transport_mismatch", f"NCCL did not open {', '.join(missing)} of NCCL_IB_HCA "
+                              f"(opened {', '.join(opened)})")
+        idle = [h for h in want if h not in used]
+        if used and idle:
+            raise ToolFailure("transport_mismatch", f"no NCCL channel ran over {', '.join(idle)} "
+                              f"(channels over {', '.join(used)})")
 
     def parse_text(self, text: str) -> list[Record]:
         debug = parse_nccl_debug(text)
