@@ -162,3 +162,13 @@ def test_ucx_auto_picks_verbs_where_rdma_devices_exist() -> None:
     assert env == {"UCX_TLS": "rc,dc,sm,self", "UCX_NET_DEVICES": "mlx5_0:1"}
     assert UcxPerftestAdapter.env({"tls": "auto"}, Host("h1", "198.18.0.1", vars={"netdev": "eth0"})) == \
         {"UCX_TLS": "tcp", "UCX_NET_DEVICES": "eth0"}
+
+
+def test_inventory_gpus_as_a_list(tmp_path: Path) -> None:
+    inv = tmp_path / "hosts.ini"
+    inv.write_text("[gpu]\ng1 gpus=0,1,2,3\ng2 gpus=8\n")
+    g1, g2 = load_inventory(inv).hosts
+    assert (gpu_count(g1), gpu_count(g2)) == (4, 8)
+    inv.write_text("[gpu]\ng1 gpus=0,x\n")
+    with pytest.raises(ConfigError, match="gpus"):
+        load_inventory(inv)

@@ -44,6 +44,14 @@ def _to_ip(v: Any) -> str:
     return str(ipaddress.ip_address(_to_str(v)))
 
 
+def _to_gpus(v: Any) -> int | list[int]:
+    """A GPU count (``8``) or the GPUs' indices (``[0, 1, 2, 3]``, ``0,1,2,3``)."""
+    if isinstance(v, list | tuple) or (isinstance(v, str) and "," in v):
+        items = v.split(",") if isinstance(v, str) else v
+        return [_to_int(i) for i in items if str(i).strip()]
+    return _to_int(v)
+
+
 def _to_vendor(v: Any) -> str:
     if _to_str(v).lower() not in ("nvidia", "amd"):
         raise ValueError(v)
@@ -61,7 +69,8 @@ BENCH_VARS: dict[str, tuple[Callable[[Any], Any], Callable[[Any], bool], str]] =
     "nic_firmware": (_to_str, bool, "a string"),
     "nic_serial": (_to_str, bool, "a string"),
     "nic_line_rate_gbps": (_to_num, lambda x: x > 0, "a number > 0"),
-    "gpus": (_to_int, lambda x: x >= 0, "an integer >= 0"),
+    "gpus": (_to_gpus, lambda x: all(i >= 0 for i in x) if isinstance(x, list) else x >= 0,
+             "an integer >= 0 or a list of GPU indices"),
     "gpu_vendor": (_to_vendor, bool, "nvidia or amd"),
     "numa_node": (_to_int, lambda x: x >= -1, "an integer >= -1"),
     "price_usd": (_to_num, lambda x: x >= 0, "a number >= 0"),
