@@ -129,3 +129,20 @@ def test_gid_index_checked_against_the_hosts_gid_table(facts: dict[str, dict[str
     (verdict,) = only(run_checks(facts, [host]), "gid_index", "gpu-b")
     assert verdict.status == status and words in verdict.message, verdict.message
     assert "mlx5_0/1 (rail0)" in verdict.message
+
+
+def test_rail_mtus_must_agree_across_rails_and_hosts(facts: dict[str, dict[str, Any]]) -> None:
+    from benchharness.core.model import Rail
+
+    def host(name: str) -> Host:
+        return Host(name, "10.0.0.1", vars=VARS, rails=(Rail(0, netdev="ens1f0np0", rdma_dev="mlx5_0"),))
+    same = {"gpu-b": facts["gpu-b"], "gpu-c": facts["gpu-b"]}
+    (ok,) = [v for v in run_checks(same, [host("gpu-b"), host("gpu-c")]) if v.check == "preflight.mtu_rails"]
+    assert ok.status == "pass" and "2 rails" in ok.message
+    mtu = next(n for n in facts["gpu-b"]["nics"]["devices"] if n["netdev"] == "ens1f0np0")["mtu"]
+    odd = json.loads(json.dumps(facts["gpu-b"]))
+    next(n for n in odd["nics"]["devices"] if n["netdev"] == "ens1f0np0")["mtu"] = 1500
+    verdicts = run_checks({"gpu-b": facts["gpu-b"], "gpu-c": odd, "gpu-d": facts["gpu-b"]},
+                          [host("gpu-b"), host("gpu-c"), host("gpu-d")])
+    (bad,) = [v for v in verdicts if v.check == "preflight.mtu_rails"]
+    assert bad.status == "fail" and f"most are {mtu}, but gpu-c/ens1f0np0 1500" in bad.message, bad.message

@@ -319,6 +319,28 @@ def _v6(address: str) -> ipaddress.IPv6Address | None:
     return ip if isinstance(ip, ipaddress.IPv6Address) else None
 
 
+def rail_mtus(checks: Mapping[str, _HostChecks], hosts: Sequence[Host]) -> list[Verdict]:
+    """One verdict: every rail netdev of every host has the same MTU (a smaller one caps RoCE's path MTU)."""
+    mtus: dict[str, Any] = {}
+    for host in hosts:
+        hc = checks.get(host.name)
+        if hc is None:
+            continue
+        by_name = {n["netdev"]: n for n in hc.all_nics}
+        for rail in host.nics():
+            if rail.netdev in by_name:
+                mtus[f"{host.name}/{rail.netdev}"] = by_name[rail.netdev].get("mtu")
+    if len(mtus) < 2:
+        return []
+    values = sorted({m for m in mtus.values() if m is not None})
+    if len(values) <= 1:
+        return [Verdict("preflight.mtu_rails", "pass", f"{len(mtus)} rails, MTU {values[0] if values else '?'}")]
+    common = max(values, key=lambda v: sum(1 for m in mtus.values() if m == v))
+    odd = ", ".join(f"{k} {m}" for k, m in mtus.items() if m != common)
+    return [Verdict("preflight.mtu_rails", "fail", f"rail MTUs differ: most are {common}, but {odd}",
+                    value=float(min(values)), limit=float(common))]
+
+
 def run_checks(facts_by_host: Mapping[str, Mapping[str, Any]], hosts: Sequence[Host],
                pairs: Sequence[tuple[str, str]] | None = None, *,
                limits: Mapping[str, tuple[float, float]] | None = None,
@@ -347,6 +369,7 @@ def run_checks(facts_by_host: Mapping[str, Mapping[str, Any]], hosts: Sequence[H
             hc.add("probe", "warn", f"probe section failed: {error}")
         verdicts.extend(hc.out)
         checks[host.name] = hc
+    verdicts += rail_mtus(checks, hosts)
     for a, b in pairs or []:
         if a in checks and b in checks and checks[a].nics and checks[b].nics:
             na, nb = checks[a].nics[0], checks[b].nics[0]
