@@ -254,7 +254,7 @@ class UcxPerftestAdapter:
                 rec: Record = step.sample_labels()
                 rec.update({"ucx_test": params["test"], "role": "client",
                             "size_bytes": parse_size(params["size"]),
-                            "tls": params.get("tls") or "tcp",
+                            "tls": res.command.env.get("UCX_TLS") or params.get("tls") or "tcp",
                             "client_host": res.command.host.name,
                             "server_host": server.command.host.name if server else None})
                 rec.update(row)
