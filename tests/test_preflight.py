@@ -146,3 +146,16 @@ def test_rail_mtus_must_agree_across_rails_and_hosts(facts: dict[str, dict[str, 
                           [host("gpu-b"), host("gpu-c"), host("gpu-d")])
     (bad,) = [v for v in verdicts if v.check == "preflight.mtu_rails"]
     assert bad.status == "fail" and f"most are {mtu}, but gpu-c/ens1f0np0 1500" in bad.message, bad.message
+
+
+def test_gpudirect_needs_nvidia_peermem_on_gpu_hosts_with_rdma(facts: dict[str, dict[str, Any]]) -> None:
+    hosts = [Host(n, "10.0.0.1", vars={**VARS, "gpus": 8}) for n in ("gpu-a", "gpu-b")]
+    verdicts = run_checks(facts, hosts)
+    (ok,) = only(verdicts, "gpudirect", "gpu-b")
+    assert ok.status == "pass" and "nvidia_peermem is loaded" in ok.message
+    (missing,) = only(verdicts, "gpudirect", "gpu-a")
+    assert missing.status == "warn" and "modprobe nvidia_peermem" in missing.message
+    assert "kernel 5.15.0-105-generic has it" in missing.message  # DMA-BUF is the other way
+    assert facts["gpu-a"]["host"]["modules"] == ["nvidia_uvm", "nvidia", "mlx5_ib", "ib_uverbs"]
+    # no GPUs: nothing to say
+    assert not only(run_checks(facts, [Host("gpu-b", "10.0.0.2", vars=VARS)]), "gpudirect", "gpu-b")

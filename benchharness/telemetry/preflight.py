@@ -17,6 +17,7 @@ from benchharness.core.model import Host, Verdict
 from benchharness.core.values import as_list
 from benchharness.telemetry.parsers.ethtool_module import parse_module
 from benchharness.telemetry.parsers.gpu import parse_nvidia_topo
+from benchharness.tools.mpi_launch import gpu_count
 
 #: (warn, fail) in °C. A NIC ASIC sensor with its own ``crit`` uses (crit - 10, crit) instead.
 TEMPERATURE_LIMITS: dict[str, tuple[float, float]] = {
@@ -203,6 +204,31 @@ class _HostChecks:
             self.add("gid_index", "fail", f"{where} is {found}{hint}", value=rail.gid_index,
                      limit=float(good[0]["index"]) if good else None)
 
+    def gpudirect(self) -> None:
+        """GPU hosts with RDMA rails: nvidia_peermem (or nv_peer_mem) loaded, else DMA-BUF is the only way.
+
+        Without either, NCCL's ``GDRDMA`` channels silently become host-memory bounces.
+        """
+        try:
+            gpus = gpu_count(self.host)
+        except ValueError:
+            return
+        modules = (self.facts.get("host") or {}).get("modules")
+        if not gpus or modules is None or not any(r.rdma_dev for r in self.host.nics()):
+            return
+        if str(self.host.var("gpu_vendor", "nvidia")) == "amd":
+            return  # ROCm peer memory lives in amdgpu itself
+        loaded = [m for m in ("nvidia_peermem", "nv_peer_mem") if m in modules]
+        if loaded:
+            self.add("gpudirect", "pass", f"{loaded[0]} is loaded (GPUDirect RDMA)")
+            return
+        kernel = str((self.facts.get("host") or {}).get("kernel") or "")
+        dmabuf = _version_tuple(kernel) >= (5, 12)
+        self.add("gpudirect", "warn", "nvidia_peermem is not loaded: GPUDirect RDMA needs it"
+                 + (f", or DMA-BUF (kernel {kernel} has it; needs NVIDIA's open kernel modules and NCCL >= 2.19)"
+                    if dmabuf else f" (kernel {kernel or '?'} predates DMA-BUF, 5.12)")
+                 + "; modprobe nvidia_peermem")
+
     def tools(self, required: Sequence[str], minimum: Mapping[str, str]) -> None:
         tools = self.facts.get("tools") or {}
         for name in required:
@@ -361,6 +387,7 @@ def run_checks(facts_by_host: Mapping[str, Mapping[str, Any]], hosts: Sequence[H
         hc.numa()
         hc.links()
         hc.gid_index()
+        hc.gpudirect()
         hc.tools(REQUIRED_TOOLS if required_tools is None else required_tools, min_versions or MIN_VERSIONS)
         hc.governor()
         hc.temperatures()

@@ -125,9 +125,12 @@ class Probe:
         kernel = self.read("proc/sys/kernel/osrelease") or (platform.release() if self.real else None)
         hostname = self.read("proc/sys/kernel/hostname") or (socket.gethostname() if self.real else None)
         uptime = self.read("proc/uptime")
+        modules = self.read("proc/modules")
         return {"os": m.group(1) if m else None, "kernel": kernel, "hostname": hostname,
                 "arch": platform.machine() if self.real else None,
-                "uptime_s": float(uptime.split()[0]) if uptime else None}
+                "uptime_s": float(uptime.split()[0]) if uptime else None,
+                # loaded kernel modules (nvidia_peermem for GPUDirect RDMA ...); None: not readable
+                "modules": [ln.split()[0] for ln in modules.splitlines() if ln.strip()] if modules else None}
 
     def cpu(self) -> Dict[str, Any]:
         info = self.read("proc/cpuinfo") or ""
