@@ -251,7 +251,7 @@ def cmd_provision(ns: argparse.Namespace) -> int:
 def cmd_lab(ns: argparse.Namespace) -> int:
     from benchharness.lab import control as lab
 
-    kv = parse_kv(ns.args, allowed=("hosts", "name", "shape", "rdma"))
+    kv = parse_kv(ns.args, allowed=("hosts", "name", "shape", "rdma", "jump"))
     name = kv.get("name")
     if ns.action == "up":
         try:
@@ -262,7 +262,8 @@ def cmd_lab(ns: argparse.Namespace) -> int:
             shape = lab.parse_shape(kv["shape"]) if kv.get("shape") else None
         except ValueError as exc:
             raise UsageError(f"shape=: {exc}") from exc
-        info = lab.lab_up(count, name=name or "lab", shape=shape, rdma=kv.get("rdma"))
+        info = lab.lab_up(count, name=name or "lab", shape=shape, rdma=kv.get("rdma"),
+                          jump=kv.get("jump", "").lower() in ("1", "true", "yes"))
         for h in info.hosts:
             print(f"{h.name}  {h.address}  netns={h.netns}{'  shaped ' + h.shape if h.shape else ''}")
         print(info.inventory)
@@ -348,7 +349,7 @@ def build_parser() -> argparse.ArgumentParser:
         "[check=true] [vars=k=v,k2=v2]\n\nSafe to run again: a second run changes nothing."
         ).add_argument("args", nargs="*", metavar="KEY=VALUE")
     p = add("lab", cmd_lab, "manage the loopback lab: network namespaces with real sshd (needs root)",
-            "arguments:\n  up hosts=N [name=lab] [shape=h2:2gbit] [rdma=rxe]\n  status [name=lab]\n  down [name=lab]\n\n"
+            "arguments:\n  up hosts=N [name=lab] [shape=h2:2gbit] [rdma=rxe] [jump=true]\n  status [name=lab]\n  down [name=lab]\n\n"
             "`bench lab up` prints the inventory path as its last line.")
     p.add_argument("action", choices=("up", "status", "down"))
     p.add_argument("args", nargs="*", metavar="KEY=VALUE")
