@@ -175,8 +175,9 @@ def test_key_file_tilde_expands(monkeypatch):
 
 
 @pytest.mark.parametrize(("values", "fragment"), [
-    ({"ansible_ssh_common_args": "-o ProxyCommand='ssh -W %h:%p jump'"}, "ProxyCommand"),
-    ({"ansible_ssh_extra_args": "-o 'ProxyCommand nc %h %p'"}, "use ProxyJump"),
+    ({"ansible_ssh_common_args": "-F /no/such/ssh_config"}, "ssh config file /no/such/ssh_config (-F) not found"),
+    ({"ansible_ssh_extra_args": "-o ServerAliveInterval=often"}, "ServerAliveInterval='often' is not a number"),
+    ({"ansible_ssh_common_args": "-o ConnectTimeout=0"}, "ConnectTimeout='0' must be > 0"),
     ({"ansible_ssh_common_args": "-o 'ProxyJump=a"}, "No closing quotation"),
     ({"ansible_ssh_common_args": "-J"}, "-J needs a value"),
     ({"ansible_ssh_common_args": "-o StrictHostKeyChecking=maybe"}, "StrictHostKeyChecking"),
@@ -225,7 +226,7 @@ def test_bench_vars_reject(var, raw):
     ("data_ip.ini", "data_ip.ini", 3, "host gpu02: data_ip='198.18.0.300' is not valid, it must be an IP"),
     ("rdma_port.ini", "rdma_port.ini", 5, "host gpu01: rdma_port=0 is not valid, it must be an integer >= 1"),
     ("vendor/hosts.ini", "vendor/group_vars/gpu.yml", 2, "host gpu01: gpu_vendor='intel'"),
-    ("proxycommand.ini", "proxycommand.ini", 2, "host gpu01: ProxyCommand in ansible_ssh_common_args"),
+    ("ssh_config_missing.ini", "ssh_config_missing.ini", 2, "host gpu01: ssh config file"),
 ])
 def test_validation_errors_name_file_line_host_and_variable(source, path, line, fragment):
     with pytest.raises(ConfigError) as err:

@@ -66,6 +66,8 @@ def cmd_plan(ns: argparse.Namespace) -> int:
     kv = parse_kv(ns.args)
     suite = load_suite(kv.pop("suite", "") or "quick", {k: v for k, v in kv.items() if k not in RUN_KEYS})
     inventory = load_inventory(kv["hosts"]) if kv.get("hosts") else local_inventory()
+    if warning := inventory.ssh_warning():
+        print(warning, file=sys.stderr)
     from benchharness.execution.launchers import launcher_name
 
     launcher = launcher_name(kv.get("launcher"), inventory.hosts)
@@ -214,11 +216,15 @@ def cmd_parse(ns: argparse.Namespace) -> int:
 
 def cmd_doctor(ns: argparse.Namespace) -> int:
     from benchharness.config.inventory import load_inventory, local_inventory
-    from benchharness.telemetry.doctor import doctor
+    from benchharness.telemetry.doctor import doctor, ping
 
-    kv = parse_kv(ns.args, allowed=("hosts", "out", "limit"))
+    kv = parse_kv(ns.args, allowed=("hosts", "out", "limit", "ping"))
     inventory = load_inventory(kv["hosts"]) if kv.get("hosts") else local_inventory()
+    if warning := inventory.ssh_warning():
+        print(warning, file=sys.stderr)
     hosts = inventory.select(kv["limit"]) if kv.get("limit") else inventory.hosts
+    if kv.get("ping", "").lower() in ("1", "true", "yes"):
+        return ping(hosts)
     return doctor(hosts, out=kv.get("out"))
 
 
@@ -245,7 +251,7 @@ def cmd_provision(ns: argparse.Namespace) -> int:
 def cmd_lab(ns: argparse.Namespace) -> int:
     from benchharness.lab import control as lab
 
-    kv = parse_kv(ns.args, allowed=("hosts", "name", "shape", "rdma"))
+    kv = parse_kv(ns.args, allowed=("hosts", "name", "shape", "rdma", "jump"))
     name = kv.get("name")
     if ns.action == "up":
         try:
@@ -256,7 +262,8 @@ def cmd_lab(ns: argparse.Namespace) -> int:
             shape = lab.parse_shape(kv["shape"]) if kv.get("shape") else None
         except ValueError as exc:
             raise UsageError(f"shape=: {exc}") from exc
-        info = lab.lab_up(count, name=name or "lab", shape=shape, rdma=kv.get("rdma"))
+        info = lab.lab_up(count, name=name or "lab", shape=shape, rdma=kv.get("rdma"),
+                          jump=kv.get("jump", "").lower() in ("1", "true", "yes"))
         for h in info.hosts:
             print(f"{h.name}  {h.address}  netns={h.netns}{'  shaped ' + h.shape if h.shape else ''}")
         print(info.inventory)
@@ -334,14 +341,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", help="file to parse, or - for standard input")
     add("doctor", cmd_doctor, "probe hosts and run the preflight checks: PCIe, NUMA, MTU, link, tools, "
         "governor, temperatures, GPU-NIC topology",
-        "arguments: hosts=INVENTORY [limit=PATTERN] [out=FILE.json]\n\n"
+        "arguments: hosts=INVENTORY [limit=PATTERN] [out=FILE.json] [ping=true]\n\n"
+        "ping=true only connects (like ansible all -m ping) and says per host how it was reached\n"
         "exit code 1 when a check fails (warnings do not fail)").add_argument("args", nargs="*", metavar="KEY=VALUE")
     add("provision", cmd_provision, "install the benchmark tools on the hosts with Ansible (ansible/site.yml)",
         "arguments: hosts=INVENTORY [limit=PATTERN] [tags=bench_tools,nccl_tests,rccl_tests,soft_roce] "
         "[check=true] [vars=k=v,k2=v2]\n\nSafe to run again: a second run changes nothing."
         ).add_argument("args", nargs="*", metavar="KEY=VALUE")
     p = add("lab", cmd_lab, "manage the loopback lab: network namespaces with real sshd (needs root)",
-            "arguments:\n  up hosts=N [name=lab] [shape=h2:2gbit] [rdma=rxe]\n  status [name=lab]\n  down [name=lab]\n\n"
+            "arguments:\n  up hosts=N [name=lab] [shape=h2:2gbit] [rdma=rxe] [jump=true]\n  status [name=lab]\n  down [name=lab]\n\n"
             "`bench lab up` prints the inventory path as its last line.")
     p.add_argument("action", choices=("up", "status", "down"))
     p.add_argument("args", nargs="*", metavar="KEY=VALUE")

@@ -94,11 +94,18 @@ class Inventory:
         by_name = {h.name: h for h in self.hosts}
         return [by_name[n] for n in names]
 
+    def ssh_warning(self) -> str | None:
+        """One line naming the SSH options of these hosts that bench cannot honour (None: none)."""
+        from benchharness.transport.sshconfig import warning_line
+
+        return warning_line({h.name: h.ssh.get("ignored") or () for h in self.hosts})
+
     def snapshot(self) -> dict[str, Any]:
         """JSON-ready description for run.json: hosts with vars and groups, secrets redacted."""
         hosts = [{
             "name": h.name, "address": h.address, "port": h.port, "user": h.user,
             "key_file": h.key_file, "known_hosts": h.known_hosts, "proxy_jump": h.proxy_jump,
+            "proxy_command": h.proxy_command, "ssh_config": h.ssh.get("config_file"),
             "strict_host_keys": h.strict_host_keys, "local": h.local, "data_ip": h.data_ip,
             "groups": list(h.groups), "vars": redact(h.vars),
         } for h in self.hosts]

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import ipaddress
 import re
-import shlex
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from benchharness.core.errors import ConfigError
+from benchharness.transport.sshconfig import SSHConfigError, default_config, resolve, split_args
 
 Where = Callable[[str], tuple[str, int | None]]
 
@@ -115,67 +115,83 @@ def _local_path(value: str, base: Path) -> str:
 
 
 def connection_fields(host: str, values: Mapping[str, Any], base: Path, where: Where) -> dict[str, Any]:
-    """Host fields from Ansible's connection variables; relative paths resolve against ``base``."""
+    """Host fields from Ansible's connection variables merged with ssh_config, as ssh would see them.
+
+    Relative paths of the inventory resolve against ``base``; ``-F FILE`` in the SSH arguments
+    names the config file, else ``~/.ssh/config`` is read when it exists.
+    """
     var, conn = _first(values, "ansible_connection")
     conn = None if conn is None else str(conn).removeprefix("ansible.builtin.")
     if conn not in _CONNECTIONS:
         raise ConfigError(f"host {host}: ansible_connection={conn!r} is not supported (use ssh or local)",
                           *where(var))
-    fields: dict[str, Any] = {"local": _CONNECTIONS[conn], "strict_host_keys": True, "port": 22}
     var, addr = _first(values, "ansible_host", "ansible_ssh_host")
-    fields["address"] = _checked(host, var, addr, where, _to_str, bool, "a host name or address") \
-        if addr is not None else host
+    target = _checked(host, var, addr, where, _to_str, bool, "a host name or address") if addr is not None else host
+    if _CONNECTIONS[conn]:
+        return {"local": True, "address": target, "port": 22, "user": None, "strict_host_keys": True}
+    # Ansible's own -o User/Port/IdentityFile come before the common and extra args: they win.
+    options: dict[str, str] = {}
+    var, user = _first(values, "ansible_user", "ansible_ssh_user")
+    if user is not None:
+        options["user"] = _checked(host, var, user, where, _to_str, bool, "a user name")
     var, port = _first(values, "ansible_port", "ansible_ssh_port")
     if port is not None:
-        fields["port"] = _checked(host, var, port, where, _to_int, lambda p: 1 <= p <= 65535, "a TCP port")
-    var, user = _first(values, "ansible_user", "ansible_ssh_user")
-    fields["user"] = None if user is None else _checked(host, var, user, where, _to_str, bool, "a user name")
+        options["port"] = str(_checked(host, var, port, where, _to_int, lambda p: 1 <= p <= 65535, "a TCP port"))
     var, key = _first(values, "ansible_ssh_private_key_file", "ansible_private_key_file")
     if key is not None:
-        fields["key_file"] = _local_path(_checked(host, var, key, where, _to_str, bool, "a path"), base)
-    var, checking = _first(values, "ansible_host_key_checking", "ansible_ssh_host_key_checking")
-    if checking is not None and str(checking).strip().lower() in ("false", "no", "off", "0"):
-        fields["strict_host_keys"] = False
-    options = _ssh_options(host, values, where)
-    if options.get("proxyjump", "none").lower() != "none":
-        fields["proxy_jump"] = options["proxyjump"]
+        options["identityfile"] = _local_path(_checked(host, var, key, where, _to_str, bool, "a path"), base)
+    extra, config_arg, flags, args_var = _ssh_args(host, values, where)
+    for k, v in extra.items():
+        options.setdefault(k, v)
     if "userknownhostsfile" in options:
-        fields["known_hosts"] = _local_path(options["userknownhostsfile"].split()[0], base)
+        options["userknownhostsfile"] = _local_path(options["userknownhostsfile"].split()[0], base)
+    if "identityfile" in options:
+        options["identityfile"] = _local_path(options["identityfile"], base)
     strict = options.get("stricthostkeychecking", "yes").lower()
     if strict not in ("yes", "ask", "no", "off", "accept-new"):
         raise ConfigError(f"host {host}: StrictHostKeyChecking={strict} is not understood "
-                          "(use yes, no or accept-new)", *where("ansible_ssh_common_args"))
-    if strict in ("no", "off", "accept-new"):
+                          "(use yes, no or accept-new)", *where(args_var))
+    config = Path(_local_path(config_arg, base)) if config_arg else default_config()
+    if config_arg and (config is None or not config.is_file()):
+        raise ConfigError(f"host {host}: ssh config file {config} (-F) not found", *where(args_var))
+    try:
+        view = resolve(target, options, config, flags)
+    except SSHConfigError as exc:
+        raise ConfigError(f"host {host}: {exc}", *(where(args_var) if exc.option.lower() in options
+                                                   else (str(config), None))) from None
+    except OSError as exc:
+        raise ConfigError(f"host {host}: cannot read ssh config: {exc.strerror}", str(config)) from None
+    fields: dict[str, Any] = {
+        "local": False, "address": view.address, "port": view.port, "user": view.user,
+        "key_file": view.key_files[0] if view.key_files else None, "known_hosts": view.known_hosts,
+        "proxy_jump": view.proxy_jump, "proxy_command": view.proxy_command,
+        "strict_host_keys": (view.strict or "yes") not in ("no", "off", "accept-new"),
+        "ssh": {"target": target, "config_file": view.config_file, "key_files": list(view.key_files),
+                "connect_timeout": view.connect_timeout, "keepalive_s": view.keepalive_s,
+                "keepalive_count": view.keepalive_count, "ignored": list(view.ignored)},
+    }
+    var, checking = _first(values, "ansible_host_key_checking", "ansible_ssh_host_key_checking")
+    if checking is not None and str(checking).strip().lower() in ("false", "no", "off", "0"):
         fields["strict_host_keys"] = False
     return fields
 
 
-def _ssh_options(host: str, values: Mapping[str, Any], where: Where) -> dict[str, str]:
-    """``-o Key=Value`` and ``-J`` from ansible_ssh_common_args then _extra_args; as in ssh, first wins."""
+def _ssh_args(host: str, values: Mapping[str, Any], where: Where) -> tuple[dict[str, str], str | None, list[str], str]:
+    """Options, ``-F`` file and ignored flags of ansible_ssh_common_args then _extra_args (first wins)."""
     found: dict[str, str] = {}
+    config: str | None = None
+    flags: list[str] = []
+    last = "ansible_ssh_common_args"
     for var in ("ansible_ssh_common_args", "ansible_ssh_extra_args"):
         if values.get(var) is None:
             continue
+        last = var if not found and config is None else last
         try:
-            argv = shlex.split(str(values[var]))
+            options, cfg, ignored = split_args(str(values[var]))
         except ValueError as exc:
             raise ConfigError(f"host {host}: {var}: {exc}", *where(var)) from None
-        i = 0
-        while i < len(argv):
-            flag, value = argv[i][:2], argv[i][2:]
-            i += 1
-            if flag not in ("-o", "-J"):
-                continue
-            if not value:
-                if i == len(argv):
-                    raise ConfigError(f"host {host}: {var}: {flag} needs a value", *where(var))
-                value, i = argv[i], i + 1
-            key, _, val = value.partition("=") if flag == "-o" else ("proxyjump", "", value)
-            if flag == "-o" and not val:
-                key, _, val = value.strip().partition(" ")
-            key = key.strip().lower()
-            if key == "proxycommand":
-                raise ConfigError(f"host {host}: ProxyCommand in {var} is not supported, use ProxyJump "
-                                  "(-J jumphost or -o ProxyJump=jumphost)", *where(var))
-            found.setdefault(key, val.strip())
-    return found
+        for k, v in options.items():
+            found.setdefault(k, v)
+        config = config or cfg
+        flags += ignored
+    return found, config, flags, last

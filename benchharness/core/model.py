@@ -58,6 +58,8 @@ class Host:
     key_file: str | None = None
     known_hosts: str | None = None
     proxy_jump: str | None = None
+    #: OpenSSH ProxyCommand, with %h %p %r already expanded.
+    proxy_command: str | None = None
     strict_host_keys: bool = True
     data_ip: str | None = None
     groups: tuple[str, ...] = ()
@@ -65,6 +67,9 @@ class Host:
     local: bool = False
     #: The host's NICs as the inventory lists them; empty: the single NIC its variables describe.
     rails: tuple[Rail, ...] = field(default=(), compare=False, hash=False)
+    #: The rest of the SSH view (transport.sshconfig): config_file, key_files, connect_timeout,
+    #: keepalive_s, keepalive_count, ignored options, target (the name ssh_config was read for).
+    ssh: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     @property
     def traffic_ip(self) -> str:

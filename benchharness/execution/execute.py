@@ -83,6 +83,8 @@ def run_suite(suite_ref: str, hosts_ref: str | None, overrides: Mapping[str, str
     if label:
         session.info["labels"] = {**(session.info.get("labels") or {}), "label": label}
         session.run_dir.write_run_info(session.info)
+    if warning := session.inventory.ssh_warning():
+        echo(warning)
     echo(f"run {session.run_dir.path.name}: suite {session.suite.name}, {len(session.plan.steps)} steps in "
          f"{len(session.plan.rounds)} rounds on {len(session.plan.hosts)} host(s); "
          f"results in {session.run_dir.path}")
@@ -209,6 +211,7 @@ def _finish(session: Session, observers: list[Any], result: Any, runner: Any, is
         "verdicts": [v.__dict__ for v in verdicts],
         "preflight": {s: sum(v.status == s for v in preflight) for s in ("fail", "warn", "info", "pass")},
         "down_hosts": runner.down,
+        "ssh_retries": _ssh_retries(runner),
         "tool_versions": _tool_versions(observers),
         **({"isolation": iso.summary()} if iso else {}),
     })
@@ -228,9 +231,17 @@ def _finish(session: Session, observers: list[Any], result: Any, runner: Any, is
             echo(f"  VERDICT FAIL {v.check}{' on ' + v.host if v.host else ''}: {v.message}")
     if iso and iso.confirmed:
         echo(f"  ISOLATION {'suspect ' + ', '.join(iso.suspects) if iso.suspects else 'no suspect'}: {iso.note}")
+    if info["ssh_retries"]:
+        echo("  ssh: connection set-up retried (busy sshd, e.g. MaxStartups): "
+             + ", ".join(f"{h} {n}x" for h, n in info["ssh_retries"].items()))
     _acceptance_outputs(run_dir, info, verdicts, junit, report, echo)
     echo(f"report: {report.resolve()}" if report else f"results: {run_dir.path.resolve()}")
     return code
+
+
+def _ssh_retries(runner: Any) -> dict[str, int]:
+    """Host -> how many times its SSH connection set-up was tried again (only hosts with retries)."""
+    return {name: n for name, t in runner.transports.items() if (n := getattr(t, "retries", 0))}
 
 
 def _tool_versions(observers: list[Any]) -> dict[str, str]:

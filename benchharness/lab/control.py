@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from benchharness.core.errors import LabError
+from benchharness.lab import jump as lab_jump
 from benchharness.lab import rdma as lab_rdma
 from benchharness.lab.files import (
     parse_rate_gbps,
@@ -165,7 +166,8 @@ def _check_name(name: str) -> None:
 
 
 def _used_indexes(base_dir: Path) -> set[int]:
-    used = {int(s["index"]) for n in list_labs(base_dir) if (s := _load(base_dir, n))}
+    states = [s for n in list_labs(base_dir) if (s := _load(base_dir, n))]
+    used = {int(s["index"]) for s in states} | {i for s in states if (i := lab_jump.claimed_index(s)) is not None}
     out = _run("list root-namespace addresses", ["ip", "-4", "-o", "addr", "show"])
     for text in re.findall(r"inet (\d+\.\d+\.\d+\.\d+)/", out):
         addr = ipaddress.ip_address(text)
@@ -198,8 +200,11 @@ def _plan(name: str, hosts: int, shapes: Mapping[str, str], base_dir: Path) -> d
 
 
 def lab_up(hosts: int, name: str = "lab", shape: Mapping[str, str] | None = None,
-           rdma: str | None = None, base_dir: Path = DEFAULT_BASE) -> LabInfo:
-    """Create lab ``name`` with hosts h1..h<hosts>; on any failure remove what was made."""
+           rdma: str | None = None, base_dir: Path = DEFAULT_BASE, jump: bool = False) -> LabInfo:
+    """Create lab ``name`` with hosts h1..h<hosts>; on any failure remove what was made.
+
+    ``jump``: the hosts sit behind a jump host, on a network the controller cannot reach (lab/jump.py).
+    """
     if os.geteuid() != 0:
         raise LabError(_NOT_ROOT)
     _check_name(name)
@@ -211,6 +216,8 @@ def lab_up(hosts: int, name: str = "lab", shape: Mapping[str, str] | None = None
         raise LabError(f"lab {name}: {exc}") from exc
     if rdma not in (None, "rxe"):
         raise LabError(f"unknown rdma kind {rdma!r}: the lab knows only 'rxe' (soft-RoCE)")
+    if jump and (rdma or shapes):
+        raise LabError(f"lab {name}: jump=true does not combine with rdma= or shape=")
     if rdma:
         lab_rdma.check_rxe()
     for tool in ["ip", "ssh-keygen", "unshare", SSHD] + (["tc"] if shapes else []):
@@ -220,6 +227,8 @@ def lab_up(hosts: int, name: str = "lab", shape: Mapping[str, str] | None = None
         if (base_dir / name).exists():
             raise LabError(f"lab {name} is already up or left over (bench lab down {name})")
         state = _plan(name, hosts, shapes, base_dir)
+        if jump:
+            lab_jump.plan(state, _used_indexes(base_dir), LAB_NET)
         try:
             _build(state, rdma)
         except BaseException as exc:
@@ -246,11 +255,14 @@ def _build(state: dict[str, Any], rdma: str | None) -> None:
     _run("create bridge", ["ip", "link", "add", br, "type", "bridge"])
     _run("address bridge", ["ip", "addr", "add", f"{state['gateway']}/24", "dev", br])
     _run("bring up bridge", ["ip", "link", "set", br, "up"])
-    for host in state["hosts"]:
-        _make_host(br, host)
-    for host in state["hosts"]:
-        _start_sshd(d, host)
-    _wait_sshd(d, state["hosts"])
+    if state.get("jump"):
+        lab_jump.build(state, _run, _start_sshd, _wait_sshd)
+    else:
+        for host in state["hosts"]:
+            _make_host(br, host)
+        for host in state["hosts"]:
+            _start_sshd(d, host)
+        _wait_sshd(d, state["hosts"])
     if rdma:
         state["rdma"] = rdma
         host_vars = lab_rdma.setup_rxe(_run, state["index"], br, state["gateway"],
@@ -259,6 +271,8 @@ def _build(state: dict[str, Any], rdma: str | None) -> None:
         for host in state["hosts"]:
             host["rdma"] = host_vars[host["name"]]
     write_files(state)
+    if state.get("jump"):
+        lab_jump.write_files(state)
     _save(state)
 
 
@@ -365,7 +379,8 @@ def _kill_netns(netns: str) -> list[str]:
 def _teardown(state: Mapping[str, Any], lab_dir: Path) -> list[str]:
     """Remove everything ``state`` names (only bh-* objects); returns what could not be removed."""
     errors = lab_rdma.teardown_rxe(state.get("rdma_devices") or [])
-    hosts = [h for h in state.get("hosts", []) if str(h.get("netns", "")).startswith("bh-")]
+    hosts = [h for h in [*state.get("hosts", []), *lab_jump.extra_hosts(state)]
+             if str(h.get("netns", "")).startswith("bh-")]
     for h in hosts:
         errors += _kill_netns(h["netns"])
     steps = [(SYS_NET / h["veth"], ["ip", "link", "del", h["veth"]]) for h in hosts

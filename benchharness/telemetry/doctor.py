@@ -31,9 +31,57 @@ def fact_line(name: str, facts: dict[str, Any]) -> str:
             f"NICs: {'; '.join(nics) or 'none'}; tools: {h['tools']}")
 
 
+def reach_line(host: Host) -> str:
+    """How ``host`` is reached, as ssh would (``ansible all -m ping`` parity): address, user, key, hops."""
+    if host.local:
+        return f"{host.name}: local (no ssh)"
+    keys = host.ssh.get("key_files") or ([host.key_file] if host.key_file else [])
+    via = (f"ProxyCommand {host.proxy_command}" if host.proxy_command else
+           f"ProxyJump {host.proxy_jump}" if host.proxy_jump else "direct")
+    target = host.ssh.get("target")
+    alias = f" (alias {target})" if target and target != host.address else ""
+    return (f"{host.name}: ssh {host.user or '(local user)'}@{host.address}:{host.port}{alias} "
+            f"key {', '.join(keys) or '(agent/default keys)'}; via {via}; "
+            f"known_hosts {host.known_hosts or '~/.ssh/known_hosts'}"
+            f"{'' if host.strict_host_keys else ' (accept-new)'}; "
+            f"ssh_config {host.ssh.get('config_file') or 'none'}")
+
+
+def _ping(transport: Any) -> tuple[bool, str]:
+    from benchharness.core.errors import TransportError
+
+    try:
+        rc, _, err, timed_out = transport.run(["true"], timeout=30)
+    except TransportError as exc:
+        return False, exc.message.removeprefix(f"{transport.host.name}: ")
+    finally:
+        transport.close()
+    return rc == 0 and not timed_out, "" if rc == 0 else f"exit {rc} {err.strip()[:200]}"
+
+
+def ping(hosts: Sequence[Host], echo: Any = print) -> int:
+    """Connect to every host and run ``true``: one line each, SUCCESS or UNREACHABLE, like ansible's ping."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    transports = [transport_for(h) for h in hosts]
+    with ThreadPoolExecutor(max_workers=min(32, max(1, len(hosts)))) as pool:
+        results = list(pool.map(_ping, transports))
+    for host, t, (ok, why) in zip(hosts, transports, results, strict=True):
+        retries = getattr(t, "retries", 0)
+        echo(f"{host.name} | {'SUCCESS' if ok else 'UNREACHABLE!'}{' ' + why if why else ''}"
+             + (f" ({retries} set-up retries)" if retries else ""))
+        echo(f"  {reach_line(host)}")
+    bad = sum(not ok for ok, _ in results)
+    echo(f"{len(hosts)} host(s): {len(hosts) - bad} reached, {bad} unreachable")
+    return EXIT_STEPS_FAILED if bad else EXIT_OK
+
+
 def doctor(hosts: Sequence[Host], out: str | None = None, echo: Any = print) -> int:
     """Probe ``hosts``, print facts and verdicts; exit 1 on a failed check, 3 if a host is unreachable."""
     from benchharness.telemetry.preflight import run_checks
+
+    for h in hosts:
+        echo(reach_line(h))
 
     transports = [transport_for(h) for h in hosts]
     try:

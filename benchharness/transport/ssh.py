@@ -6,9 +6,11 @@ else the user's own); an unknown or changed key is refused, never silently accep
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import getpass
 import posixpath
+import random
 import socket
 import threading
 import time
@@ -18,29 +20,16 @@ from typing import TYPE_CHECKING, Any
 from benchharness.core.errors import ToolFailure, TransportError
 from benchharness.core.model import Host
 from benchharness.transport.base import OutputBuffer, Process, Transport, shell_exit_code, wrap_command
+from benchharness.transport.sshconfig import hop_view
 
 if TYPE_CHECKING:
     import paramiko
     from fabric import Connection
 
 CONNECT_TIMEOUT_S = 10.0
-
-
-def _split_jump(spec: str, default_user: str | None) -> tuple[str | None, str, int]:
-    user = default_user
-    if "@" in spec:
-        user, spec = spec.rsplit("@", 1)
-    port = 22
-    if spec.startswith("[") and "]" in spec:
-        host, _, rest = spec[1:].partition("]")
-        if rest.startswith(":"):
-            port = int(rest[1:])
-    elif spec.count(":") == 1:
-        host, port_text = spec.split(":")
-        port = int(port_text)
-    else:
-        host = spec
-    return user, host, port
+#: Connection set-up retries (sshd's MaxStartups drops, resets); ``ansible_ssh_retries`` overrides.
+CONNECT_RETRIES = 8
+BACKOFF_S = (0.2, 3.0)  # first delay, largest delay; each delay is jittered down to half
 
 
 def ssh_error_kind(exc: BaseException) -> str:
@@ -54,6 +43,64 @@ def ssh_error_kind(exc: BaseException) -> str:
     if isinstance(exc, paramiko.SSHException) and "not found in known_hosts" in str(exc):
         return "host_key_unknown"
     return "unreachable"
+
+
+def retryable(exc: BaseException) -> bool:
+    """True for set-up failures a busy sshd causes (MaxStartups drop, reset); never auth or host keys."""
+    import paramiko
+
+    if isinstance(exc, paramiko.BadHostKeyException | paramiko.AuthenticationException):
+        return False
+    if isinstance(exc, ConnectionResetError | ConnectionAbortedError | BrokenPipeError | EOFError):
+        return True
+    if isinstance(exc, paramiko.SSHException):
+        text = str(exc)
+        if "known_hosts" in text:
+            return False
+        return any(s in text for s in ("protocol banner", "reset by peer", "No existing session",
+                                       "EOF during negotiation", "Connection lost"))
+    return False
+
+
+def _retry_count(host: Host) -> int:
+    try:
+        return max(0, min(20, int(host.var("ansible_ssh_retries"))))
+    except (TypeError, ValueError):
+        return CONNECT_RETRIES
+
+
+class KeepAlive(threading.Thread):
+    """ServerAliveInterval/CountMax: a request every interval; no answer to ``count`` of them ends it.
+
+    paramiko's own keepalive only sends (no reply wanted), so a cut link would wait for TCP to
+    give up; here each probe wants a reply (OpenSSH answers keepalive@openssh.com with a failure).
+    """
+
+    def __init__(self, transport: paramiko.Transport, interval: float, count: int,
+                 on_dead: Callable[[str], None]) -> None:
+        super().__init__(daemon=True)
+        self.transport, self.interval, self.count, self.on_dead = transport, interval, count, on_dead
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        probe: threading.Thread | None = None
+        sent = 0.0
+        while not self.stopped.wait(self.interval) and self.transport.is_active():
+            if probe is None or not probe.is_alive():
+                probe = threading.Thread(target=self._probe, daemon=True)
+                sent = time.monotonic()
+                probe.start()
+            elif time.monotonic() - sent >= self.interval * self.count:
+                self.on_dead(f"no answer to {self.count} keep-alives sent every {self.interval:g} s "
+                             "(ServerAliveInterval/ServerAliveCountMax)")
+                self.transport.close()
+                return
+
+    def _probe(self) -> None:
+        try:
+            self.transport.global_request("keepalive@openssh.com", wait=True)
+        except Exception:  # noqa: S110 - a failed probe is the link's problem, seen by the next one
+            pass
 
 
 def describe_ssh_error(exc: BaseException, host: Host) -> str:
@@ -152,22 +199,30 @@ class SSHTransport(Transport):
 
     def __init__(self, host: Host, connect_timeout: float | None = None) -> None:
         super().__init__(host)
-        self.connect_timeout = connect_timeout or _ansible_timeout(host) or CONNECT_TIMEOUT_S
+        self.connect_timeout = (connect_timeout or _ansible_timeout(host) or host.ssh.get("connect_timeout")
+                                or CONNECT_TIMEOUT_S)
         self._conn: Connection | None = None
+        self._keepalive: KeepAlive | None = None
+        #: Connection set-ups that were tried again (busy sshd), for run.json.
+        self.retries = 0
+        self.retry_reasons: list[str] = []
         self._lock = threading.Lock()
         #: Set when a process could not be stopped because the host stopped answering.
         self.lost: TransportError | None = None
 
-    def _make_connection(self, host: str, port: int, user: str | None, gateway: Any) -> Connection:
+    def _make_connection(self, host: str, port: int, user: str | None, gateway: Any,
+                         key_files: Sequence[str], known_hosts: str | None) -> Connection:
         import paramiko
-        from fabric import Connection
+        from fabric import Config, Connection
 
         connect_kwargs: dict[str, Any] = {"banner_timeout": self.connect_timeout,
                                           "auth_timeout": self.connect_timeout}
-        if self.host.key_file:
-            connect_kwargs["key_filename"] = [self.host.key_file]
+        if key_files:
+            connect_kwargs["key_filename"] = list(key_files)
             connect_kwargs["look_for_keys"] = False
+        # The SSH view is resolved already (sshconfig); fabric must not apply ssh_config again.
         conn = Connection(host, user=user or getpass.getuser(), port=port, gateway=gateway,
+                          config=Config(ssh_config=paramiko.SSHConfig()),
                           connect_timeout=self.connect_timeout, connect_kwargs=connect_kwargs)
         client: paramiko.SSHClient = conn.client
         # fabric accepts unknown keys by default; benchmarks must not.
@@ -175,34 +230,72 @@ class SSHTransport(Transport):
             client.set_missing_host_key_policy(paramiko.RejectPolicy())
         else:
             client.set_missing_host_key_policy(paramiko.AutoAddPolicy())  # accept-new; a changed key still fails
-        if self.host.known_hosts:
+        if known_hosts:
             client._system_host_keys = paramiko.HostKeys()  # type: ignore[attr-defined]  # only the inventory's file counts
             try:
-                client.load_host_keys(self.host.known_hosts)
+                client.load_host_keys(known_hosts)
             except OSError as exc:
-                raise TransportError(self.host.name, f"cannot read known_hosts {self.host.known_hosts}: "
+                raise TransportError(self.host.name, f"cannot read known_hosts {known_hosts}: "
                                                      f"{exc.strerror}") from exc
         return conn
+
+    def _key_files(self) -> list[str]:
+        return list(self.host.ssh.get("key_files") or ([self.host.key_file] if self.host.key_file else []))
+
+    def _chain(self) -> Connection:
+        """The host's connection behind its ProxyCommand or ProxyJump hops (not opened yet)."""
+        gateway: Any = self.host.proxy_command
+        if self.host.proxy_jump and not gateway:
+            for spec in self.host.proxy_jump.split(","):
+                hop = hop_view(spec, self.host.ssh.get("config_file"))
+                # A hop the config file does not describe is reached as the host is: same user, key, known_hosts.
+                gateway = self._make_connection(hop.address, hop.port, hop.user or self.host.user, gateway,
+                                                hop.key_files or self._key_files(),
+                                                hop.known_hosts or self.host.known_hosts)
+        return self._make_connection(self.host.address, self.host.port, self.host.user, gateway,
+                                     self._key_files(), self.host.known_hosts)
+
+    def _open(self) -> Connection:
+        """Open the chain, trying again with bounded, jittered backoff while sshd is only busy."""
+        retries = _retry_count(self.host)
+        for attempt in range(retries + 1):
+            conn = self._chain()
+            try:
+                conn.open()
+                return conn
+            except Exception as exc:
+                with contextlib.suppress(Exception):
+                    conn.close()
+                if attempt == retries or not retryable(exc):
+                    raise TransportError(self.host.name, describe_ssh_error(exc, self.host)
+                                         + (f" (after {attempt} retries)" if attempt else ""),
+                                         kind=ssh_error_kind(exc)) from exc
+                self.retries += 1
+                self.retry_reasons.append(str(exc)[:120])
+                delay = min(BACKOFF_S[1], BACKOFF_S[0] * 2 ** attempt)
+                time.sleep(random.uniform(delay / 2, delay))
+        raise AssertionError("unreachable")
+
+    def _lost_link(self, why: str) -> None:
+        self.lost = TransportError(self.host.name, f"unreachable: {why}", kind="unreachable")
 
     def connection(self) -> Connection:
         """The open connection to this host, made on first use."""
         with self._lock:
             if self._conn is not None and self._conn.is_connected:
                 return self._conn
-            gateway = None
-            if self.host.proxy_jump:
-                for hop in self.host.proxy_jump.split(","):
-                    user, jhost, jport = _split_jump(hop.strip(), self.host.user)
-                    gateway = self._make_connection(jhost, jport, user, gateway)
-            conn = self._make_connection(self.host.address, self.host.port, self.host.user, gateway)
-            try:
-                conn.open()
-            except Exception as exc:
-                raise TransportError(self.host.name, describe_ssh_error(exc, self.host),
-                                     kind=ssh_error_kind(exc)) from exc
+            if self.lost is not None:
+                raise copy.copy(self.lost)
+            conn = self._open()
             transport = conn.client.get_transport()
             if transport is not None:
-                transport.set_keepalive(15)
+                interval = self.host.ssh.get("keepalive_s")
+                if interval:
+                    self._keepalive = KeepAlive(transport, float(interval),
+                                                int(self.host.ssh.get("keepalive_count") or 3), self._lost_link)
+                    self._keepalive.start()
+                else:
+                    transport.set_keepalive(15)
             self._conn = conn
             return conn
 
@@ -278,6 +371,8 @@ class SSHTransport(Transport):
 
     def close(self) -> None:
         with self._lock:
+            if self._keepalive is not None:
+                self._keepalive.stopped.set()
             if self._conn is not None:
                 try:
                     self._conn.close()
