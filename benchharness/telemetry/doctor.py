@@ -80,9 +80,6 @@ def doctor(hosts: Sequence[Host], out: str | None = None, echo: Any = print) -> 
     """Probe ``hosts``, print facts and verdicts; exit 1 on a failed check, 3 if a host is unreachable."""
     from benchharness.telemetry.preflight import run_checks
 
-    for h in hosts:
-        echo(reach_line(h))
-
     transports = [transport_for(h) for h in hosts]
     try:
         facts = probe_all(transports)
@@ -95,6 +92,9 @@ def doctor(hosts: Sequence[Host], out: str | None = None, echo: Any = print) -> 
     for v in verdicts:
         if v.status != "pass":
             echo(f"  {_MARK[v.status]:<4} {v.check} {v.host or ''}: {v.message}")
+    echo("how each host was reached:")
+    for h in hosts:
+        echo(f"  {reach_line(h)}")
     counts = {s: sum(v.status == s for v in verdicts) for s in ("fail", "warn", "info", "pass")}
     unreachable = [n for n, f in facts.items() if f.get("available") is False]
     echo(f"{len(hosts)} host(s): {counts['fail']} failed, {counts['warn']} warnings, {counts['pass']} passed"
