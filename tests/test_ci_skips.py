@@ -31,7 +31,7 @@ def test_skip_of_a_real_part_fails_when_ci_requires_them(tmp_path: Path) -> None
     res = _run(tmp_path, require=True)
     assert res.returncode == 1, res.stdout + res.stderr
     assert "1 failed, 1 skipped" in res.stdout, res.stdout
-    assert "skipped although BENCH_TESTS_REQUIRE_REAL_PARTS=1 (marked lab): no sshd here" in res.stdout
+    assert "skipped although BENCH_TESTS_REQUIRE_REAL_PARTS=1 (marked lab): Skipped: no sshd here" in res.stdout
 
 
 def test_skip_stays_a_skip_elsewhere(tmp_path: Path) -> None:
