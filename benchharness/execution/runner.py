@@ -29,6 +29,10 @@ if TYPE_CHECKING:
 
 READY_TIMEOUT_S = 30.0
 SERVER_EXIT_GRACE_S = 0.5
+HOST_GRACE_S = 3.0
+"""Host-side limits run this long past the step's time limit (start skew between hosts); the
+host's own ``timeout`` then sends SIGTERM, and SIGKILL 2 s later (``transport.base.wrap_command``),
+so everything a step started on a host ends by itself even when the controller cannot reach it."""
 
 
 class StepObserver(Protocol):
@@ -52,6 +56,7 @@ class StepOutcome:
     samples: int = 0
     started: float = 0.0
     ended: float = 0.0
+    limit_s: float | None = None  # the step's time limit (``Runner.step_limit_s``)
 
 
 @dataclass
@@ -104,6 +109,7 @@ class Runner:
         self.down: dict[str, str] = {}
         self.down_kinds: dict[str, str] = {}  # unreachable | auth_failed | host_key_changed | ...
         self._live: set[Process] = set()
+        self._commands: dict[str, list[Command]] = {}
         self._lock = threading.Lock()
         self.stopping = threading.Event()
 
@@ -228,6 +234,24 @@ class Runner:
         except Exception as exc:  # telemetry must never break a measurement
             print(f"warning: {getattr(fn, '__qualname__', fn)}: {exc}", file=sys.stderr)
 
+    def step_commands(self, step: Step) -> list[Command]:
+        """The step's command lines (built once per step by its tool adapter)."""
+        with self._lock:
+            found = self._commands.get(step.id)
+        if found is None:
+            found = get_tool(step.tool).commands(step, launcher=self.plan.launcher)
+            with self._lock:
+                found = self._commands.setdefault(step.id, found)
+        return found
+
+    def step_limit_s(self, step: Step) -> float:
+        """The step's time limit: its servers' readiness wait and its longest client (timeout +
+        start delay). Every host-side process of the step, telemetry included, ends within it."""
+        commands = self.step_commands(step)
+        longest = max((c.timeout_s + c.start_delay_s for c in commands if not c.background),
+                      default=60.0)
+        return longest + (READY_TIMEOUT_S if any(c.background for c in commands) else 0.0)
+
     def run_step(self, step: Step) -> StepOutcome:
         """Run one step to the end, store its raw output and samples, and say how it went."""
         outcome = StepOutcome(step=step, status="ok", started=time.time())
@@ -260,6 +284,8 @@ class Runner:
                 self._safely(obs.after_step, self, step)
         outcome.ended = time.time()
         outcome.message = faults.one_line(outcome.message)
+        with self._lock:
+            self._commands.pop(step.id, None)
         if self.stopping.is_set() and outcome.status == "failed" and outcome.kind not in ("unreachable",):
             outcome.status, outcome.kind = "skipped", "interrupted"
         self._record(outcome)
@@ -286,11 +312,13 @@ class Runner:
             "step": o.step.id, "test": o.step.test, "tool": o.step.tool, "round": o.step.round,
             "rep": o.step.repetition, "hosts": [h.name for h in o.step.hosts], "status": o.status,
             "kind": o.kind, "message": o.message, "host": o.host, "samples": o.samples,
-            "started": o.started, "ended": o.ended, "params": dict(o.step.params)})
+            "started": o.started, "ended": o.ended, "limit_s": o.limit_s,
+            "params": dict(o.step.params)})
 
     def _execute(self, step: Step, outcome: StepOutcome) -> None:
         adapter = get_tool(step.tool)
-        commands = adapter.commands(step, launcher=self.plan.launcher)
+        commands = self.step_commands(step)
+        outcome.limit_s = self.step_limit_s(step)
         results: list[CommandResult] = []
         servers: list[tuple[Command, Process]] = []
         try:
@@ -300,10 +328,8 @@ class Runner:
                 for host in targets.values():
                     for local_path, remote_path in cmd.uploads:
                         self.transport(host).put(local_path, remote_path)
-            longest = max((c.timeout_s + c.start_delay_s for c in commands if not c.background),
-                          default=60.0)
             for cmd in (c for c in commands if c.background):
-                proc = self._start(cmd, limit_s=longest + READY_TIMEOUT_S + 30)
+                proc = self._start(cmd, limit_s=self.step_limit_s(step) + HOST_GRACE_S)
                 servers.append((cmd, proc))
             for cmd, proc in servers:
                 if cmd.ready_pattern and not proc.wait_for_output(cmd.ready_pattern, READY_TIMEOUT_S):
@@ -350,7 +376,7 @@ class Runner:
                 time.sleep(max(0.0, min(0.05, t0 + cmd.start_delay_s - time.monotonic())))
             if self.stopping.is_set():
                 break
-            started.append((cmd, self._start(cmd, limit_s=cmd.timeout_s + 10)))
+            started.append((cmd, self._start(cmd, limit_s=cmd.timeout_s + HOST_GRACE_S)))
         return started
 
     def _store(self, step: Step, results: list[CommandResult]) -> None:
