@@ -7,7 +7,6 @@ with what the concurrent pair is doing, which a 90%-of-best threshold would righ
 
 from __future__ import annotations
 
-import statistics
 import subprocess
 import sys
 from collections import defaultdict
@@ -55,9 +54,12 @@ def test_all_pairs_runs_in_three_rounds_and_names_the_slow_host(lab4: LabInfo, t
     for s in first:
         by_round[s["round"]].append(s)
     assert sorted(by_round) == [0, 1, 2] and all(len(v) == 2 for v in by_round.values())
-    one_pair = statistics.median(s["ended"] - s["started"] for s in first)
-    wall = max(s["ended"] for s in first) - min(s["started"] for s in first)
-    assert 2.0 * one_pair < wall < 4.5 * one_pair, (wall, one_pair)  # about 3 pairs' time, not 6
+    # The two steps of a round run at the same time, and rounds one after the other.
+    for steps in by_round.values():
+        a, b = steps
+        assert a["started"] < b["ended"] and b["started"] < a["ended"], steps
+    for r in (0, 1):
+        assert max(s["ended"] for s in by_round[r]) <= min(s["started"] for s in by_round[r + 1]) + 0.5
 
     summaries = [s for s in run.samples() if s.get("kind") == "summary" and not s.get("retest")]
     slow = [s["bw_avg_gbps"] for s in summaries if "h4" in (s["server"], s["client"])]
