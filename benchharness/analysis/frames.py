@@ -124,10 +124,7 @@ def _parse(lines: Iterable[str]) -> list[dict[str, Any]]:
     return records
 
 
-def _frame(run: RunDir, records: list[dict[str, Any]], label: str | None) -> pd.DataFrame:
-    import pandas as pd
-
-    df = pd.DataFrame.from_records(records) if records else pd.DataFrame()
+def _finish(run: RunDir, df: pd.DataFrame, label: str | None) -> pd.DataFrame:
     if "kind" not in df.columns:
         df["kind"] = "summary"
     df["kind"] = df["kind"].fillna("summary")
@@ -148,23 +145,108 @@ def _frame(run: RunDir, records: list[dict[str, Any]], label: str | None) -> pd.
     return df
 
 
-def load_samples(run: RunDir, intervals: bool = False, label: str | None = None) -> pd.DataFrame:
+def _columnar(run: RunDir, kinds: Sequence[str], tests: Sequence[str] | None,
+              columns: Sequence[str] | None, steps: Sequence[str] | None = None) -> pd.DataFrame | None:
+    """Rows of ``kinds`` (and ``tests``, ``steps``) from the columnar copy, only ``columns``
+    (None: all) and only columns some selected row has; None when there is no columnar copy."""
+    from benchharness.results import columnar
+
+    if columnar.ensure(run) is None:
+        return None
+    filters: list[columnar.Filter] = [("kind", "in", list(kinds))]
+    if tests is not None:
+        filters.append(("test", "in", list(tests)))
+    if steps is not None:
+        filters.append(("step", "in", list(steps)))
+    wanted = None if columns is None else list(dict.fromkeys(["kind", *columns]))
+    table = columnar.read(run, wanted, filters)
+    table = table.select([n for n in table.column_names if table.column(n).null_count < table.num_rows])
+    return columnar.to_pandas(table)
+
+
+def _first_steps(run: RunDir, tests: Sequence[str] | None, per_test: int) -> list[str]:
+    """The first ``per_test`` steps (in run order) of each test that has interval rows."""
+    from benchharness.results import columnar
+
+    filters: list[columnar.Filter] = [("kind", "=", "interval")]
+    if tests is not None:
+        filters.append(("test", "in", list(tests)))
+    table = columnar.read(run, ["test", "step"], filters)
+    if "step" not in table.column_names:
+        return []
+    if "test" not in table.column_names:
+        import pyarrow as pa
+
+        table = table.append_column("test", pa.nulls(table.num_rows, pa.string()))
+    pairs = table.group_by(["test", "step"], use_threads=False).aggregate([])  # first-seen order
+    seen: dict[Any, list[str]] = {}
+    for test, step in zip(pairs.column("test").to_pylist(), pairs.column("step").to_pylist(), strict=True):
+        mine = seen.setdefault(test, [])
+        if len(mine) < per_test and step is not None:
+            mine.append(step)
+    return [s for mine in seen.values() for s in mine]
+
+
+def test_names(run: RunDir) -> list[str]:
+    """Tests that have summary rows, in the order they first appear in the run."""
+    from benchharness.results import columnar
+
+    if columnar.ensure(run) is not None:
+        import pyarrow.compute as pc
+
+        table = columnar.read(run, ["test"], [("kind", "=", "summary")])
+        if "test" not in table.column_names:
+            return []
+        return [str(t) for t in pc.unique(table.column("test")).to_pylist() if t is not None]
+    df = load_samples(run)
+    return [str(t) for t in dict.fromkeys(df["test"].dropna())] if "test" in df else []
+
+
+def load_samples(run: RunDir, intervals: bool = False, label: str | None = None,
+                 columns: Sequence[str] | None = None, tests: Sequence[str] | None = None) -> pd.DataFrame:
     """Samples of one run as a DataFrame, summary rows only (``intervals=True``: every row).
 
     Adds ``run_id`` and ``run`` (a readable label; ``label`` overrides it). List-valued labels
-    (``hosts``) become comma-joined strings so that they can be grouped. Interval lines are
-    skipped before JSON parsing, so large runs load quickly.
+    (``hosts``) become comma-joined strings so that they can be grouped. Read from the columnar
+    copy (``results.columnar``, built or rebuilt when missing or stale): only ``columns`` (None:
+    all) of the rows of ``tests`` (None: all) are decoded. Without pyarrow, or where the copy
+    cannot be written, the JSON lines are read (interval lines skipped before parsing).
     """
-    summary, chosen = _split_lines(run, intervals, None)
-    return _frame(run, _parse(summary + chosen), label)
+    kinds = ("summary", "interval") if intervals else ("summary",)
+    df = _columnar(run, kinds, tests, columns)
+    if df is None:
+        summary, chosen = _split_lines(run, intervals, None)
+        df = _select(_parse(summary + chosen), tests, columns)
+    return _finish(run, df, label)
 
 
-def load_run(run: RunDir, steps_per_test: int | None = 8,
-             label: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """``(summary rows, interval rows)`` in one pass over the file; with ``steps_per_test``,
-    intervals of only the first that many steps per test (enough for an over-time chart)."""
-    summary, chosen = _split_lines(run, True, steps_per_test)
-    return _frame(run, _parse(summary), label), _frame(run, _parse(chosen), label)
+def load_run(run: RunDir, steps_per_test: int | None = 8, label: str | None = None,
+             tests: Sequence[str] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(summary rows, interval rows)`` of one run (of ``tests``; None: all); with
+    ``steps_per_test``, intervals of only the first that many steps per test (enough for an
+    over-time chart): the other steps' interval rows are never decoded."""
+    summary = _columnar(run, ("summary",), tests, None)
+    if summary is not None:
+        steps = None if steps_per_test is None else _first_steps(run, tests, steps_per_test)
+        chosen = _columnar(run, ("interval",), tests, None, steps)
+        assert chosen is not None
+        return _finish(run, summary, label), _finish(run, chosen, label)
+    lines, picked = _split_lines(run, True, steps_per_test)
+    return (_finish(run, _select(_parse(lines), tests, None), label),
+            _finish(run, _select(_parse(picked), tests, None), label))
+
+
+def _select(records: list[dict[str, Any]], tests: Sequence[str] | None,
+            columns: Sequence[str] | None) -> pd.DataFrame:
+    import pandas as pd
+
+    if tests is not None:
+        wanted = set(tests)
+        records = [r for r in records if r.get("test") in wanted]
+    df = pd.DataFrame.from_records(records) if records else pd.DataFrame()
+    if columns is not None:
+        df = df[[c for c in dict.fromkeys(["kind", *columns]) if c in df.columns]]
+    return df
 
 
 def summarize(df: pd.DataFrame, by: Sequence[str] | None = None) -> pd.DataFrame:

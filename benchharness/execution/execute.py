@@ -196,6 +196,7 @@ def _finish(session: Session, observers: list[Any], result: Any, runner: Any, is
     total = len(session.plan.steps) + (iso.retest_steps if iso else 0)
     last: dict[str, dict[str, Any]] = {s["step"]: s for s in run_dir.steps()}
     failed = [s for s in last.values() if s["status"] == "failed"]
+    _columnar(run_dir, echo)
     verdicts = _verdicts(run_dir, info)
     preflight = [v for obs in observers for v in getattr(obs, "preflight", [])]
     if suite.settings.get("preflight") == "enforce":
@@ -278,6 +279,16 @@ def _acceptance_outputs(run_dir: RunDir, info: dict[str, Any], verdicts: list[Ve
         from benchharness.report.junit import write_junit
 
         echo(f"junit: {write_junit(run_dir, Path(junit), str(report) if report else None)}")
+
+
+def _columnar(run_dir: RunDir, echo: Callable[[str], None]) -> None:
+    """The columnar copy of the samples, which reports read (derived: rebuilt when missing)."""
+    try:
+        from benchharness.results import columnar
+
+        columnar.ensure(run_dir)
+    except Exception as exc:  # samples.jsonl is the record; a report rebuilds the copy
+        echo(f"warning: columnar copy of the samples not written ({exc}); `bench report` rebuilds it")
 
 
 def _render(run_dir: RunDir, echo: Callable[[str], None]) -> Path | None:

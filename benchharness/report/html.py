@@ -8,7 +8,7 @@ escapes every string it draws).
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -107,21 +107,32 @@ def telemetry(run: RunDir, info: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def run_context(run: RunDir) -> dict[str, Any]:
-    """Everything the single-run template needs."""
+    """Everything the single-run template needs. With the columnar copy, one test at a time:
+    only that test's rows are decoded, so memory follows the largest test, not the run."""
+    from benchharness.report.sections import test_section
+    from benchharness.results import columnar
+
     info = run.run_info()
     head = header(run, info)
-    df, intervals = analysis.load_run(run, steps_per_test=8, label=head["label"])
+    facts = runview.read_facts(run)
+    parts: Iterator[tuple[Any, Any]]
+    if columnar.ensure(run) is not None:
+        parts = ((analysis.load_run(run, steps_per_test=8, label=head["label"], tests=[t]))
+                 for t in analysis.test_names(run))
+    else:  # the JSON lines, read once
+        parts = iter([analysis.load_run(run, steps_per_test=8, label=head["label"])])
     tests: list[dict[str, Any]] = []
-    if not df.empty and "test" in df:
+    for df, intervals in parts:
+        if df.empty or "test" not in df:
+            continue
         if "test" not in intervals:
             intervals["test"] = None
         summary_rows = df.drop(columns=["t_start_s"], errors="ignore")
-        summary_rows = analysis.line_rate_share(summary_rows, info, run=run)
-        from benchharness.report.sections import test_section
-
+        summary_rows = analysis.line_rate_share(summary_rows, info, facts=facts)
         for test in dict.fromkeys(summary_rows["test"].dropna()):
             sub = summary_rows[summary_rows["test"] == test].dropna(axis=1, how="all")
             tests.append(test_section(str(test), sub, intervals[intervals["test"] == test]))
+        del df, intervals, summary_rows
     return {"h": head, "s": summary(run, info), "tests": tests, "t": telemetry(run, info),
             "iso": run.read_json("isolation.json") or {},
             "generated": when(dt.datetime.now(dt.UTC).timestamp())}
