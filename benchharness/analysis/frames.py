@@ -146,7 +146,8 @@ def _finish(run: RunDir, df: pd.DataFrame, label: str | None) -> pd.DataFrame:
 
 
 def _columnar(run: RunDir, kinds: Sequence[str], tests: Sequence[str] | None,
-              columns: Sequence[str] | None, steps: Sequence[str] | None = None) -> pd.DataFrame | None:
+              columns: Sequence[str] | None, steps: Sequence[str] | None = None,
+              row_groups: Sequence[int] | None = None) -> pd.DataFrame | None:
     """Rows of ``kinds`` (and ``tests``, ``steps``) from the columnar copy, only ``columns``
     (None: all) and only columns some selected row has; None when there is no columnar copy."""
     from benchharness.results import columnar
@@ -158,33 +159,13 @@ def _columnar(run: RunDir, kinds: Sequence[str], tests: Sequence[str] | None,
         filters.append(("test", "in", list(tests)))
     if steps is not None:
         filters.append(("step", "in", list(steps)))
-    wanted = None if columns is None else list(dict.fromkeys(["kind", *columns]))
-    table = columnar.read(run, wanted, filters)
-    table = table.select([n for n in table.column_names if table.column(n).null_count < table.num_rows])
+    present = columnar.present_columns(run, kinds, tests)  # columns no selected row has stay unread
+    wanted = present if columns is None else list(dict.fromkeys(["kind", *columns]))
+    table = columnar.read(run, wanted, filters, row_groups)
+    keep = [n for n in table.column_names if table.column(n).null_count < table.num_rows]
+    if keep != table.column_names:
+        table = table.select(keep)
     return columnar.to_pandas(table)
-
-
-def _first_steps(run: RunDir, tests: Sequence[str] | None, per_test: int) -> list[str]:
-    """The first ``per_test`` steps (in run order) of each test that has interval rows."""
-    from benchharness.results import columnar
-
-    filters: list[columnar.Filter] = [("kind", "=", "interval")]
-    if tests is not None:
-        filters.append(("test", "in", list(tests)))
-    table = columnar.read(run, ["test", "step"], filters)
-    if "step" not in table.column_names:
-        return []
-    if "test" not in table.column_names:
-        import pyarrow as pa
-
-        table = table.append_column("test", pa.nulls(table.num_rows, pa.string()))
-    pairs = table.group_by(["test", "step"], use_threads=False).aggregate([])  # first-seen order
-    seen: dict[Any, list[str]] = {}
-    for test, step in zip(pairs.column("test").to_pylist(), pairs.column("step").to_pylist(), strict=True):
-        mine = seen.setdefault(test, [])
-        if len(mine) < per_test and step is not None:
-            mine.append(step)
-    return [s for mine in seen.values() for s in mine]
 
 
 def test_names(run: RunDir) -> list[str]:
@@ -227,8 +208,13 @@ def load_run(run: RunDir, steps_per_test: int | None = 8, label: str | None = No
     over-time chart): the other steps' interval rows are never decoded."""
     summary = _columnar(run, ("summary",), tests, None)
     if summary is not None:
-        steps = None if steps_per_test is None else _first_steps(run, tests, steps_per_test)
-        chosen = _columnar(run, ("interval",), tests, None, steps)
+        from benchharness.results import columnar
+
+        steps, groups = None, None
+        if steps_per_test is not None:
+            first, groups = columnar.first_steps(run, "interval", tests, steps_per_test)
+            steps = [s for mine in first.values() for s in mine]
+        chosen = _columnar(run, ("interval",), tests, None, steps, groups)
         assert chosen is not None
         return _finish(run, summary, label), _finish(run, chosen, label)
     lines, picked = _split_lines(run, True, steps_per_test)

@@ -40,21 +40,25 @@ def header(run: RunDir, info: Mapping[str, Any]) -> dict[str, Any]:
 
 def summary(run: RunDir, info: Mapping[str, Any]) -> dict[str, Any]:
     """Step counts, failures (run.json and failed steps), verdicts."""
-    steps = run.steps()
     counts: dict[str, int] = {}
-    for s in steps:
+    failed_steps = []
+    total = 0
+    for s in run.iter_steps():  # one pass, never the whole list: runs may have a million steps
+        total += 1
         counts[str(s.get("status", "?"))] = counts.get(str(s.get("status", "?")), 0) + 1
+        if s.get("status") == "failed":
+            failed_steps.append(s)
     failures = [dict(f) for f in info.get("failures") or [] if isinstance(f, Mapping)]
-    known = {(f.get("step"), f.get("host")) for f in failures}
-    for s in steps:
-        if s.get("status") == "failed" and not any(k[0] == s.get("step") for k in known):
+    known_steps = {f.get("step") for f in failures}
+    for s in failed_steps:
+        if s.get("step") not in known_steps:
             hosts = s.get("hosts")
             failures.append({"step": s.get("step"), "host": ", ".join(map(str, hosts))
                              if isinstance(hosts, list) else hosts, "kind": s.get("kind"),
                              "message": s.get("message")})
     verdicts = verdict_rows(info.get("verdicts"))
     failures = [{k: f.get(k) for k in ("step", "host", "kind", "message")} for f in failures]
-    return {"counts": counts, "total": len(steps), "failures": failures[:MAX_LIST],
+    return {"counts": counts, "total": total, "failures": failures[:MAX_LIST],
             "failures_total": len(failures), "verdicts": verdicts,
             "verdicts_failed": sum(1 for v in verdicts if str(v.get("status")).lower() == "fail")}
 
@@ -133,6 +137,7 @@ def run_context(run: RunDir) -> dict[str, Any]:
             sub = summary_rows[summary_rows["test"] == test].dropna(axis=1, how="all")
             tests.append(test_section(str(test), sub, intervals[intervals["test"] == test]))
         del df, intervals, summary_rows
+        columnar.release_memory()
     return {"h": head, "s": summary(run, info), "tests": tests, "t": telemetry(run, info),
             "iso": run.read_json("isolation.json") or {},
             "generated": when(dt.datetime.now(dt.UTC).timestamp())}

@@ -336,10 +336,11 @@ def columns(run: RunDir) -> list[str]:
 
 
 def read(run: RunDir, columns: Sequence[str] | None = None,
-         filters: Sequence[Filter] | None = None) -> pa.Table:
+         filters: Sequence[Filter] | None = None, row_groups: Sequence[int] | None = None) -> pa.Table:
     """Rows and columns of the columnar file: ``columns`` (those present; None: all) of the rows
     matching every ``(column, op, value)`` filter (ops as pyarrow's: ``=``, ``!=``, ``in``, ...).
-    Row groups whose statistics rule a filter out are skipped unread. Builds the file if needed."""
+    Row groups whose statistics rule a filter out are skipped unread; ``row_groups`` reads only
+    those. Builds the file if needed."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -354,8 +355,13 @@ def read(run: RunDir, columns: Sequence[str] | None = None,
     if any(f[0] not in names or (pat.is_null(schema.field(f[0]).type) and f[1] in ("=", "==", "in"))
            or (f[1] == "in" and not list(f[2])) for f in filters or ()):  # nothing can match
         return pa.table({c: pa.array([], schema.field(c).type) for c in wanted})
-    table = pq.read_table(path, columns=wanted, filters=list(filters) if filters else None,
-                          schema=schema)
+    if row_groups is not None:  # only these row groups, then the filters on their rows
+        table = pq.ParquetFile(path).read_row_groups(list(row_groups), columns=wanted)
+        if filters:
+            table = table.filter(pq.filters_to_expression(list(filters)))
+    else:
+        table = pq.read_table(path, columns=wanted, filters=list(filters) if filters else None,
+                              schema=schema)
     raw = (schema.metadata or {}).get(META_KEY)
     mixed = set(json.loads(raw).get("json_columns", [])) if raw else set()
     for name in mixed & set(table.column_names):  # marked, so that to_pandas decodes them
@@ -364,12 +370,114 @@ def read(run: RunDir, columns: Sequence[str] | None = None,
     return table
 
 
+def release_memory() -> None:
+    """Give Arrow's freed buffers back to the system (between the tests of a large report)."""
+    import pyarrow as pa
+
+    pa.default_memory_pool().release_unused()
+
+
+def _groups_of(path: Path) -> list[tuple[int, str | None, str | None, int, frozenset[str]]]:
+    """Per row group: (index, kind, test, rows, columns with a value), from the file's footer.
+    ``kind`` / ``test`` are None where a row group holds several (then it is never skipped)."""
+    import pyarrow.parquet as pq
+
+    st = path.stat()
+    key = (str(path), st.st_mtime_ns, st.st_size)
+    if _FOOTERS.get("key") == key:
+        return _FOOTERS["groups"]  # type: ignore[no-any-return]
+    meta = pq.ParquetFile(path).metadata
+    names = [meta.schema.column(i).path for i in range(meta.num_columns)]
+    out = []
+    for g in range(meta.num_row_groups):
+        rg = meta.row_group(g)
+        one: dict[str, str | None] = {"kind": None, "test": None}
+        present = set()
+        for i, name in enumerate(names):
+            stats = rg.column(i).statistics
+            if stats is None or not stats.has_null_count or stats.null_count < rg.num_rows:
+                present.add(name)
+            if name in one and stats is not None and stats.has_min_max and stats.min == stats.max \
+                    and stats.null_count == 0:
+                one[name] = stats.min if isinstance(stats.min, str) else str(stats.min)
+        out.append((g, one["kind"], one["test"], rg.num_rows, frozenset(present)))
+    _FOOTERS.update(key=key, groups=out)
+    return out
+
+
+_FOOTERS: dict[str, Any] = {}
+
+
+def present_columns(run: RunDir, kinds: Sequence[str], tests: Sequence[str] | None) -> list[str] | None:
+    """Columns that hold a value in some row of ``kinds`` (and ``tests``), told by the row groups'
+    statistics alone, in the file's order; None when the statistics cannot tell."""
+    path = ensure(run)
+    if path is None:
+        return None
+    found: set[str] = set()
+    for _g, kind, test, _n, present in _groups_of(path):
+        if kind is None or ("test" in present and test is None and tests is not None):
+            return None
+        if kind in kinds and (tests is None or test in tests or "test" not in present):
+            found |= present
+    return [c for c in columns(run) if c in found]
+
+
+def first_steps(run: RunDir, kind: str, tests: Sequence[str] | None,
+                per_test: int) -> tuple[dict[str | None, list[str]], list[int] | None]:
+    """The first ``per_test`` distinct steps (in run order) of each test's ``kind`` rows, and the
+    row groups that hold their rows (None: any), reading only the ``step`` column of each test's
+    first row groups. A step's rows are contiguous (the runner appends them at once)."""
+    import pyarrow.parquet as pq
+
+    path = ensure(run)
+    if path is None:
+        return {}, None
+    seen: dict[str | None, list[str]] = {}
+    groups = _groups_of(path)
+    if any(k is None for _g, k, _t, _n, _p in groups):  # no per-group kind: read the columns
+        table = read(run, ["test", "step"], [("kind", "=", kind)])
+        cols = [table.column(c).to_pylist() if c in table.column_names else [None] * table.num_rows
+                for c in ("test", "step")]
+        for test, step in zip(*cols, strict=True):
+            _add(seen, test, step, tests, per_test)
+        return seen, None
+    pf = pq.ParquetFile(path)
+    used: list[int] = []
+    done: set[str | None] = set()
+    for g, k, test, _n, present in groups:
+        if k != kind or "step" not in present or test in done or (tests is not None and test not in tests):
+            continue
+        mine = seen.setdefault(test, [])
+        full = len(mine) >= per_test
+        steps = dict.fromkeys(pf.read_row_group(g, columns=["step"]).column("step").to_pylist())
+        if full and not any(st in mine for st in steps):
+            done.add(test)  # past the chosen steps' rows
+            continue
+        for step in steps:
+            _add(seen, test, step, tests, per_test)
+        if any(st in mine for st in steps):
+            used.append(g)
+    return seen, used
+
+
+def _add(seen: dict[str | None, list[str]], test: Any, step: Any, tests: Sequence[str] | None,
+         per_test: int) -> None:
+    if step is None or (tests is not None and test not in tests):
+        return
+    mine = seen.setdefault(test, [])
+    if len(mine) < per_test and step not in mine:
+        mine.append(step)
+
+
 def to_pandas(table: pa.Table) -> Any:
     """A DataFrame of a table from ``read``: JSON-text (mixed) columns decoded to Python values."""
-    df = table.to_pandas()
-    for field in table.schema:
-        if (field.metadata or {}).get(b"json"):
-            cache: dict[str, Any] = {}
-            df[field.name] = df[field.name].astype(object).map(
-                lambda v, c=cache: c.setdefault(v, json.loads(v)) if isinstance(v, str) else None)
+    marked = [field for field in table.schema if (field.metadata or {}).get(b"json")]
+    # each column's Arrow buffers freed as soon as it is converted: the table is not used again
+    df = table.to_pandas(split_blocks=True, self_destruct=True)
+    del table
+    for field in marked:
+        cache: dict[str, Any] = {}
+        df[field.name] = df[field.name].astype(object).map(
+            lambda v, c=cache: c.setdefault(v, json.loads(v)) if isinstance(v, str) else None)
     return df

@@ -271,6 +271,10 @@ class RunDir:
     def steps(self) -> list[dict[str, Any]]:
         return list(_read_jsonl(self.path / "steps.jsonl"))
 
+    def iter_steps(self) -> Iterator[dict[str, Any]]:
+        """The step lines one at a time (a run of a million steps never sits in memory)."""
+        return _read_jsonl(self.path / "steps.jsonl")
+
     def read_json(self, relpath: str, default: Any = None) -> Any:
         target = self.path / relpath
         if not target.exists():
