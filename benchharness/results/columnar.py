@@ -385,7 +385,7 @@ def _groups_of(path: Path) -> list[tuple[int, str | None, str | None, int, froze
     st = path.stat()
     key = (str(path), st.st_mtime_ns, st.st_size)
     if _FOOTERS.get("key") == key:
-        return _FOOTERS["groups"]  # type: ignore[no-any-return]
+        return _FOOTERS["groups"]
     meta = pq.ParquetFile(path).metadata
     names = [meta.schema.column(i).path for i in range(meta.num_columns)]
     out = []
