@@ -123,3 +123,20 @@ def test_nic_identity_prefers_telemetry_for_serial_and_firmware(tmp_path: Path) 
     nics = host_nics(info, facts)
     assert (nics["a"].model, nics["a"].serial, nics["a"].firmware) == ("CX7", "MT1", "28.39")
     assert (nics["b"].model, nics["b"].serial, nics["b"].firmware) == ("CX7", "INV-2", "")
+
+
+def test_points_answer_as_the_measures_do(three_nights: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Trend and history read the per-night points; they equal the medians over the measures
+    (the answer before the points table), overall and per NIC model, also for a catalog
+    written before the points table existed."""
+    cat = Catalog(three_nights)
+    queries = [{}, {"nic": "CX7"}, {"nic": "CX8"}, {"size": 1 << 20}, {"suite": "acceptance", "nic": "CX7"}]
+    fast = [cat.series("bw_avg_gbps", **q) for q in queries]  # type: ignore[arg-type]
+    with monkeypatch.context() as m:
+        m.setattr(Catalog, "_by_model", lambda self, nic: False)
+        slow = [cat.series("bw_avg_gbps", **q) for q in queries]  # type: ignore[arg-type]
+    assert fast == slow and all(fast[:3])
+    with cat.connect() as conn:
+        conn.execute("DELETE FROM points")
+    cat.sync()
+    assert [cat.series("bw_avg_gbps", **q) for q in queries] == slow  # type: ignore[arg-type]

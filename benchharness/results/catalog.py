@@ -39,7 +39,13 @@ CREATE TABLE IF NOT EXISTS measures(run_id TEXT, test TEXT, metric TEXT, case_te
   size_bytes INTEGER, host TEXT, value REAL, n INTEGER);
 CREATE INDEX IF NOT EXISTS measures_metric ON measures(metric, test, case_text);
 CREATE INDEX IF NOT EXISTS measures_run ON measures(run_id);
+CREATE TABLE IF NOT EXISTS points(run_id TEXT, test TEXT, metric TEXT, case_text TEXT,
+  size_bytes INTEGER, nic_model TEXT, value REAL, hosts INTEGER);
+CREATE INDEX IF NOT EXISTS points_metric ON points(metric, nic_model, test);
+CREATE INDEX IF NOT EXISTS points_run ON points(run_id);
 """
+#: Tables holding rows per run (deleted and rewritten when a run is registered again).
+RUN_TABLES = ("runs", "run_hosts", "measures", "tags", "points")
 #: Baseline references that are not tags.
 LATEST_PASS, LATEST = "latest-pass", "latest"
 
@@ -157,7 +163,7 @@ class Catalog:
             mtime = time.time()
         baseline = info.get("baseline_run") or ""
         with self.connect() as conn:
-            for table in ("runs", "run_hosts", "measures", "tags"):
+            for table in RUN_TABLES:
                 conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))  # noqa: S608 - fixed names
             conn.execute("INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", (
                 run_id, run.path.name if run.path.parent.resolve() == self.root.resolve() else str(run.path),
@@ -174,6 +180,7 @@ class Catalog:
                 (run_id, str(t), _epoch(tagged.get(str(t))) or mtime) for t in info.get("tags") or [] if _text(t)])
             conn.executemany("INSERT INTO measures VALUES (?,?,?,?,?,?,?,?)",
                              [(run_id, *row) for row in rows])
+            _fill_points(conn, run_id)
 
     def sync(self) -> int:
         """Register run directories under the root that are missing or changed; drop vanished ones.
@@ -188,8 +195,12 @@ class Catalog:
             known = {r["dir"]: (r["run_id"], r["mtime"]) for r in conn.execute("SELECT dir, run_id, mtime FROM runs")}
             gone = [run_id for d, (run_id, _) in known.items() if "/" not in d and d not in on_disk]
             for run_id in gone:
-                for table in ("runs", "run_hosts", "measures", "tags"):
+                for table in RUN_TABLES:
                     conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))  # noqa: S608
+            # runs registered before the points table: their points from their measures
+            for (run_id,) in conn.execute("SELECT run_id FROM runs WHERE run_id NOT IN "
+                                          "(SELECT DISTINCT run_id FROM points)").fetchall():
+                _fill_points(conn, run_id)
         count = 0
         for name, (path, mtime) in sorted(on_disk.items()):
             if name in known and known[name][1] == mtime:
@@ -316,6 +327,9 @@ class Catalog:
         """A metric over runs: one Point per (run, test, case), the median over the hosts that
         match ``nic`` (model, serial or firmware) and ``host``; group values (collectives) count
         when the run has a matching NIC. Oldest first."""
+        if host is None and self._by_model(nic):
+            return self._points(metric, suite=suite, test=test, case=case, size=size, nic=nic,
+                                exclude=exclude, states=states)
         where: list[str] = ["m.metric = ?"]
         args: list[Any] = [metric]
         for column, value in (("r.suite", suite), ("m.test", test), ("m.case_text", case),
@@ -351,6 +365,61 @@ class Catalog:
                   for (run_id, test, case_text), (started, ts, _size, values) in groups.items()]
         points.sort(key=lambda p: (p.test, _size_of(p.case), p.case, p.started_ts, p.run_id))
         return points
+
+
+    def _by_model(self, nic: str | None) -> bool:
+        """Whether ``nic`` names only NIC models (or nothing): then the points table answers."""
+        if nic is None:
+            return True
+        with self.connect() as conn:
+            return conn.execute("SELECT 1 FROM run_hosts WHERE nic_model = ? LIMIT 1", (nic,)).fetchone() is not None \
+                and conn.execute("SELECT 1 FROM run_hosts WHERE nic_serial = ? OR nic_firmware = ? LIMIT 1",
+                                 (nic, nic)).fetchone() is None
+
+    def _points(self, metric: str, *, suite: str | None, test: str | None, case: str | None,
+                size: int | None, nic: str | None, exclude: str | None,
+                states: Sequence[str]) -> list[Point]:
+        """``series`` from the per-run points (medians stored at registration): one row per
+        night and case, whatever the number of hosts."""
+        where: list[str] = ["p.metric = ?", "p.nic_model = ?"]
+        args: list[Any] = [metric, nic or ""]
+        for column, value in (("r.suite", suite), ("p.test", test), ("p.case_text", case),
+                              ("p.size_bytes", size)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                args.append(value)
+        if exclude:
+            where.append("r.run_id != ?")
+            args.append(exclude)
+        if states:
+            where.append(f"r.state IN ({','.join('?' * len(states))})")
+            args += list(states)
+        clause = " AND ".join(where)  # fixed fragments; every value is a parameter
+        sql = ("SELECT p.run_id, r.started, r.started_ts, p.test, p.case_text, p.value, p.hosts "  # noqa: S608
+               f"FROM points p JOIN runs r ON r.run_id = p.run_id WHERE {clause}")
+        with self.connect() as conn:
+            points = [Point(r[0], r[1], r[2] or 0.0, r[3], r[4], r[5], r[6]) for r in conn.execute(sql, args)]
+        points.sort(key=lambda p: (p.test, _size_of(p.case), p.case, p.started_ts, p.run_id))
+        return points
+
+
+def _fill_points(conn: sqlite3.Connection, run_id: str) -> None:
+    """One run's points: per (test, metric, case) the median over all its hosts (``nic_model``
+    '') and over the hosts of each NIC model; group values (no host) count for every model the
+    run has, as ``Catalog.series`` counts them."""
+    models = [r[0] for r in conn.execute("SELECT DISTINCT nic_model FROM run_hosts WHERE run_id = ? "
+                                         "AND nic_model != ''", (run_id,))]
+    groups: dict[tuple[str, str, str, Any, str], list[float]] = {}
+    for test, metric, case_text, size, host, value, model in conn.execute(
+            "SELECT m.test, m.metric, m.case_text, m.size_bytes, m.host, m.value, h.nic_model FROM measures m "
+            "LEFT JOIN run_hosts h ON h.run_id = m.run_id AND h.host = m.host WHERE m.run_id = ?", (run_id,)):
+        key = (test, metric, case_text, size)
+        groups.setdefault((*key, ""), []).append(value)
+        for m in (models if host == "" else [model] if model else []):
+            groups.setdefault((*key, m), []).append(value)
+    conn.executemany("INSERT INTO points VALUES (?,?,?,?,?,?,?,?)", [
+        (run_id, test, metric, case_text, size, model, statistics.median(values), len(values))
+        for (test, metric, case_text, size, model), values in groups.items()])
 
 
 def _size_of(case_text: str) -> int:
