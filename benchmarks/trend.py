@@ -91,7 +91,7 @@ def main() -> None:
         gen_s = time.perf_counter() - t0
         env = {**os.environ, "BENCH_RESULTS": str(root)}
         out = Path(tmp) / "trend.html"
-        trend_s, stdout, _ = bench("trend", "metric=bw_avg_gbps", f"out={out}", env=env)
+        trend_s, _, _ = bench("trend", "metric=bw_avg_gbps", f"out={out}", env=env)
         trend_s2, _, _ = bench("trend", "metric=bw_avg_gbps", f"out={out}", env=env)
         history_s, hist_out, _ = bench("history", "metric=bw_avg_gbps", "size=1M", env=env)
         t1 = time.perf_counter()
