@@ -5,6 +5,7 @@ Layout (``schema_version`` 1)::
     <run>/run.json          what, where, when, versions, hosts, exit state (rewritten as it changes)
     <run>/steps.jsonl       one line per finished step: status, failure kind and message
     <run>/samples.jsonl     tidy sample records, appended after every step
+    <run>/samples.parquet   columnar copy of samples.jsonl (results.columnar; derived, rebuilt when stale)
     <run>/samples.superseded.jsonl   samples of steps that `resume=` ran again (kept, not read)
     <run>/raw/<step>/<cmd>.json|.stdout|.stderr   each command line, its output and exit code
     <run>/telemetry/        host facts, preflight verdicts, per-step counters and samplers
