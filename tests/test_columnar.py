@@ -160,3 +160,11 @@ def test_partial_run_without_copy_renders_and_rebuilds(tmp_path: Path, capsys: p
     assert (run.path / "report.html").is_file() and columnar.is_fresh(run)
     assert len(frames.load_samples(run, intervals=True)) == 200
     assert "report:" in capsys.readouterr().out
+
+
+def test_summary_samples_skip_intervals_and_counters_only(tmp_path: Path) -> None:
+    """What the catalog and the verdicts read: the summary rows, as decoding every line gives them."""
+    from benchharness.results.measures import is_summary
+
+    for run in _runs(tmp_path):
+        assert run.summary_samples() == [r for r in run.samples() if is_summary(r)]

@@ -317,7 +317,7 @@ def evaluate(run_dir: RunDir, info: dict[str, Any]) -> list[Verdict]:
     facts = runview.read_facts(run_dir)
     ctx = Context(run_dir, info, policy, str(info.get("baseline") or policy.baseline),
                   runview.line_rates(info, facts), host_nics(info, facts))
-    records = [r for r in run_dir.samples() if measures.is_summary(r)]
+    records = run_dir.summary_samples()
     verdicts: list[Verdict] = []
     for test in tests:
         mine = measures.test_records(records, str(test.get("name")))

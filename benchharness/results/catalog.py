@@ -101,7 +101,7 @@ def host_verdicts(info: Mapping[str, Any]) -> dict[str, str]:
 
 def measure_rows(run: RunDir, info: Mapping[str, Any]) -> list[tuple[Any, ...]]:
     """``(test, metric, case, size_bytes, host, value, n)`` for every metric of every test."""
-    records = [r for r in run.samples() if measures.is_summary(r)]
+    records = run.summary_samples()
     suite = info.get("suite") if isinstance(info.get("suite"), Mapping) else {}
     tests = {str(t.get("name")): t for t in (suite or {}).get("tests") or [] if isinstance(t, Mapping)}
     rows: list[tuple[Any, ...]] = []

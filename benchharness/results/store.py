@@ -269,6 +269,27 @@ class RunDir:
     def samples(self) -> list[Record]:
         return list(_read_jsonl(self.path / "samples.jsonl"))
 
+    def summary_samples(self) -> list[Record]:
+        """Summary rows only: interval and telemetry counter lines are skipped by their text,
+        before decoding (most lines of a large run are intervals)."""
+        path = self.path / "samples.jsonl"
+        if not path.exists():
+            return []
+        loads = json_loader()
+        out = []
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if ('"kind":"' in line or '"kind": "' in line) and any(
+                        f'"kind":{sp}"{k}"' in line for k in ("interval", "counters") for sp in ("", " ")):
+                    continue
+                try:
+                    rec = loads(line) if line.strip() else None
+                except ValueError:  # a line cut by a crash
+                    continue
+                if isinstance(rec, dict) and rec.get("kind", "summary") in ("summary", None):
+                    out.append(rec)
+        return out
+
     def steps(self) -> list[dict[str, Any]]:
         return list(_read_jsonl(self.path / "steps.jsonl"))
 
