@@ -70,6 +70,8 @@ def _synthetic(tmp: Path) -> RunDir:
          "nccl_warnings": [], "busbw_GBps": 11, "size_bytes": 8, "partial": False},
         {"test": "odd", "tool": "x", "step": "odd-r0", "rep": 0, "label": 3, "lat_us": 1.5},
         {"test": "odd", "tool": "x", "step": "odd-r1", "rep": 1, "label": "three", "lat_us": 2},
+        {"test": "odd", "tool": "x", "step": "odd-r2", "rep": 2, "label": 4, "lat_us": 2.5,
+         "when": "2026-12-02T16:49:13", "day": "2026-12-02"},
         {"kind": "counters", "step": "odd-r1", "host": "a", "rx_drops": 5},
     ])
     return run
@@ -105,6 +107,7 @@ def test_awkward_values_round_trip(tmp_path: Path) -> None:
     odd = df[df["test"] == "odd"].set_index("rep")
     assert odd.loc[0, "label"] == 3 and odd.loc[1, "label"] == "three"  # mixed types kept as they were
     assert "rx_drops" not in df  # telemetry counter rows are not samples of a test
+    assert odd.loc[2, "when"] == "2026-12-02T16:49:13" and odd.loc[2, "day"] == "2026-12-02"  # text, not dates
 
 
 def test_stale_copy_is_rebuilt(tmp_path: Path) -> None:
@@ -168,3 +171,16 @@ def test_summary_samples_skip_intervals_and_counters_only(tmp_path: Path) -> Non
 
     for run in _runs(tmp_path):
         assert run.summary_samples() == [r for r in run.samples() if is_summary(r)]
+
+
+def test_fast_reader_keeps_text_and_joins_lists() -> None:
+    block = (b'{"test":"t","when":"2026-12-02T16:49:13","hosts":["a","b"],"ranks":[0,1],"v_us":1}\n'
+             b'{"test":"t","when":"x","hosts":["c"],"ranks":[2],"v_us":2.5}\n')
+    table = columnar._fast_table(block)
+    assert table is not None
+    assert table.column("when").to_pylist() == ["2026-12-02T16:49:13", "x"]
+    assert table.column("hosts").to_pylist() == ["a,b", "c"]
+    assert table.column("ranks").to_pylist() == ["0,1", "2"]
+    assert table.column("v_us").to_pylist() == [1.0, 2.5]
+    assert columnar._fast_table(b'{"test":"t","env":{"A":"1"}}\n') is None  # dicts: read line by line
+    assert columnar._fast_table(b'{"test":"t","v_us":1}\n{"test":"t","v') is None  # a cut line

@@ -118,8 +118,15 @@ def _fast_table(block: bytes) -> pa.Table | None:
     import pyarrow.compute as pc
     import pyarrow.json as pj
 
+    read = pj.ReadOptions(block_size=len(block) + 1)
     try:
-        table = pj.read_json(pa.BufferReader(block), read_options=pj.ReadOptions(block_size=len(block) + 1))
+        table = pj.read_json(pa.BufferReader(block), read_options=read)
+        # Arrow takes ISO-8601-looking text for timestamps; the samples' text stays text
+        dated = [f.name for f in table.schema if pa.types.is_temporal(f.type)]
+        if dated:
+            parse = pj.ParseOptions(explicit_schema=pa.schema([(n, pa.string()) for n in dated]),
+                                    unexpected_field_behavior="infer")
+            table = pj.read_json(pa.BufferReader(block), read_options=read, parse_options=parse)
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
         return None
     for i, field in enumerate(table.schema):
