@@ -15,6 +15,7 @@ from typing import Any
 
 from benchharness.core.model import Host, Verdict
 from benchharness.core.values import as_list
+from benchharness.telemetry.fabric_checks import acs_verdicts, qos_verdicts
 from benchharness.telemetry.parsers.ethtool_module import parse_module
 from benchharness.telemetry.parsers.gpu import parse_nvidia_topo
 from benchharness.tools.mpi_launch import gpu_count
@@ -392,11 +393,13 @@ def run_checks(facts_by_host: Mapping[str, Mapping[str, Any]], hosts: Sequence[H
         hc.governor()
         hc.temperatures()
         hc.gpu_nic_topology()
+        hc.out += acs_verdicts(host, facts)
         for error in facts.get("errors") or []:
             hc.add("probe", "warn", f"probe section failed: {error}")
         verdicts.extend(hc.out)
         checks[host.name] = hc
     verdicts += rail_mtus(checks, hosts)
+    verdicts += qos_verdicts(facts_by_host, hosts)
     for a, b in pairs or []:
         if a in checks and b in checks and checks[a].nics and checks[b].nics:
             na, nb = checks[a].nics[0], checks[b].nics[0]

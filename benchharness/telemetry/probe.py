@@ -423,6 +423,50 @@ class Probe:
                               "pcie": self.pcie_link(pci_dir)})
         return found
 
+    # -- fabric: PCIe ACS on the path to each RDMA NIC and GPU, RoCE QoS of each RDMA netdev ----
+    def fabric(self) -> Dict[str, Any]:
+        """Raw ACS control words of the bridges above each RDMA NIC and GPU (``setpci``, root
+        only), and per RDMA netdev ``mlnx_qos -i``, ``dcb pfc show`` and the mlx5 ECN switches."""
+        devices = []  # type: List[Any]
+        rdma_netdevs = []  # type: List[str]
+        for name in self.listdir("sys/class/net"):
+            pci_dir = self.pci_dir("sys/class/net/" + name + "/device")
+            if pci_dir and os.path.isdir(os.path.join(pci_dir, "infiniband")):
+                devices.append(("nic", name, pci_dir))
+                rdma_netdevs.append(name)
+        for gpu in self.pci_gpus():
+            devices.append(("gpu", gpu["pci_address"],
+                            os.path.realpath(self.path("sys/bus/pci/devices", gpu["pci_address"]))))
+        acs = {}  # type: Dict[str, Any]
+        for kind, name, pci_dir in devices:
+            bridges = [p for p in pci_dir.split(os.sep)[:-1] if _PCI_ADDR.match(p)]
+            acs[name] = {"kind": kind, "pci_address": os.path.basename(pci_dir),
+                         "bridges": [self.acs_word(b) for b in bridges]}
+        qos = {}  # type: Dict[str, Any]
+        for name in sorted(rdma_netdevs):
+            entry = {}  # type: Dict[str, Any]
+            for key, argv in (("mlnx_qos", ["mlnx_qos", "-i", name]),
+                              ("dcb_pfc", ["dcb", "pfc", "show", "dev", name])):
+                res = self.run(argv, timeout=10)
+                entry[key] = res["stdout"] if res["available"] and res.get("rc") == 0 else None
+            ecn = {}  # type: Dict[str, str]
+            for point in ("roce_np", "roce_rp"):
+                for prio in self.listdir("sys/class/net", name, "ecn", point, "enable"):
+                    value = self.read("sys/class/net", name, "ecn", point, "enable", prio)
+                    if value is not None:
+                        ecn[f"{point}/enable/{prio}"] = value
+            entry["ecn"] = ecn
+            qos[name] = entry
+        return {"acs": acs, "qos": qos}
+
+    def acs_word(self, bdf: str) -> Dict[str, Any]:
+        res = self.run(["setpci", "-s", bdf, "ECAP_ACS+0x6.w"], timeout=5)
+        if not res["available"]:
+            return {"bdf": bdf, "word": None, "reason": res.get("reason")}
+        if res.get("rc") != 0:
+            return {"bdf": bdf, "word": None, "reason": (res.get("stderr") or "").strip()[:200] or "no ACS"}
+        return {"bdf": bdf, "word": res["stdout"].strip()}
+
     # -- temperatures and tools ----------------------------------------------------------------
     def temperatures(self) -> Dict[str, Any]:
         hwmon = []
@@ -497,7 +541,8 @@ class Probe:
                "commands": self.commands, "errors": []}  # type: Dict[str, Any]
         sections = [("host", self.host), ("cpu", self.cpu), ("memory", self.memory), ("numa", self.numa),
                     ("nics", self.nics), ("rdma", self.rdma), ("gpus", self.gpus),
-                    ("temperatures", self.temperatures), ("tools", self.tools)]  # type: List[Any]
+                    ("temperatures", self.temperatures), ("tools", self.tools),
+                    ("fabric", self.fabric)]  # type: List[Any]
         for name, fn in sections:
             doc[name] = _guarded(name, fn, doc["errors"])
         doc["duration_s"] = round(time.time() - started, 3)
