@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -152,3 +154,17 @@ def test_the_checks_can_fail() -> None:
         _same({"a": 1.0}, {"a": 1.1}, "$")
     with pytest.raises(AssertionError):
         _same({"wrong": 0}, {"wrong": None}, "$")
+
+
+@pytest.mark.parametrize(("parser", "rel"), [
+    ("show_gids", "show_gids/roce_one_port_4_gids_tabs_prompt.txt"),
+    ("iperf3", "iperf3/tcp_client_intervals_cwnd_no_header_bitrate.txt"),
+    ("ibdev2netdev", "ibdev2netdev/verbose_vfs_padded_down_state_then_plain.txt"),
+])
+def test_bench_parse_reads_real_outputs(parser: str, rel: str) -> None:
+    res = subprocess.run([sys.executable, "-m", "benchharness", "parse", parser, str(ROOT / rel)],
+                         capture_output=True, text=True, timeout=60, check=False)
+    assert res.returncode == 0, res.stderr
+    expected = json.loads(_expected(ROOT / rel).read_text())
+    rows, _ = _rows(parser, json.loads(res.stdout), None)
+    _check_rows(rows, expected, rel)
