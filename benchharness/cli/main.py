@@ -227,6 +227,8 @@ def cmd_parse(ns: argparse.Namespace) -> int:
     try:
         data = parser(text)
     except ToolFailure as exc:
+        if exc.records:  # what the tool printed before failing, flagged: shown, and still an error
+            print(json.dumps(exc.records, indent=2, default=str))
         print(f"bench parse {ns.tool} {ns.file}: {exc.kind}: {exc.message}", file=sys.stderr)
         return exc.exit_code
     print(json.dumps(data, indent=2, default=str))

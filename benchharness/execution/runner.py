@@ -380,13 +380,15 @@ class Runner:
         if missing is not None:
             raise missing
         hung, crash = faults.timeout_note(results), faults.crash_note(results)
+        labels = step.sample_labels()
         try:
             records = adapter.parse_step(step, results)
         except ToolFailure as exc:
+            if exc.records:  # rows the tool printed, flagged (wrong results): kept, and the step fails
+                outcome.samples = self.run_dir.append_samples({**labels, **r} for r in exc.records)
             if hung or crash:
                 raise ToolFailure("timeout" if hung else "crashed", f"{hung or crash} ({exc.message})") from exc
             raise
-        labels = step.sample_labels()
         outcome.samples = self.run_dir.append_samples({**labels, **r} for r in records)
         if hung or crash:  # what it measured before it hung or died is kept, and the step fails
             raise ToolFailure("timeout" if hung else "crashed",
