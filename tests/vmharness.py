@@ -60,8 +60,7 @@ def find_kernel(module: str = MODULE_NEEDED) -> tuple[Path, str] | None:
                 found.append((image, release))
         except OSError:
             continue
-    key = (lambda item: [int(n) for n in re.findall(r"\d+", item[1])])
-    return max(found, key=key) if found else None
+    return max(found, key=lambda item: [int(n) for n in re.findall(r"\d+", item[1])]) if found else None
 
 
 def skip_reason() -> str | None:

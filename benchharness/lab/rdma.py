@@ -50,8 +50,10 @@ def rxe_missing_reason(release: str, config_text: str | None, module_loaded: boo
     if module_loaded:
         return None
     prefix = f"soft-RoCE needs kernel module {RXE_MODULE}, which kernel {release} does not have"
+    hint = ("; it comes with Debian's linux-image-amd64 kernel, with Ubuntu's "
+            f"linux-modules-extra-{release}, or any kernel built with CONFIG_RDMA_RXE")
     if config_text is None:
-        return None if module_file else f"{prefix} (no {RXE_MODULE}.ko under /lib/modules/{release})"
+        return None if module_file else f"{prefix} (no {RXE_MODULE}.ko under /lib/modules/{release}){hint}"
     rxe = _config_value(config_text, "CONFIG_RDMA_RXE")
     if rxe == "y":
         return None
@@ -65,7 +67,7 @@ def rxe_missing_reason(release: str, config_text: str | None, module_loaded: boo
         why = "CONFIG_RDMA_RXE=m but module loading is off"
     else:
         why = f"CONFIG_RDMA_RXE=m but no {RXE_MODULE}.ko under /lib/modules/{release}"
-    return f"{prefix} ({why}); use a kernel built with CONFIG_RDMA_RXE"
+    return f"{prefix} ({why}){hint}"
 
 
 def _kernel_config(release: str) -> str | None:
