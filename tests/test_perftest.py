@@ -367,3 +367,13 @@ def test_rows_printed_before_a_failure_are_kept_with_the_reason() -> None:
                _result(server, "", "", rc=None, stopped=True)]
     [rec] = ADAPTER.parse_step(step, results)
     assert rec["bw_avg_MBps_tool"] == 11030.45 and rec["tool_warning"] == "exit code 1"
+
+
+def test_real_rxe_clock_estimate_failure_is_its_own_kind() -> None:
+    """Captured in the soft-RoCE VM: perftest's CPU clock estimate failed, every figure is inf."""
+    from benchharness.tools.perftest_parse import parse_output as parse_rxe
+
+    text = (Path(__file__).parent / "fixtures" / "real" / "perftest-rxe" / "ib_send_lat-2B-clock-estimate-failed.txt").read_text()
+    with pytest.raises(ToolFailure) as err:
+        parse_rxe(text)
+    assert err.value.kind == "clock" and "r^2: 0.778721 < 0.9" in str(err.value)

@@ -7,8 +7,8 @@ receives. The lab therefore picks one of two layouts from the kernel version:
 * ``shared`` (kernels older than 7.1): one rxe device ``rxe<lab index>`` bound to the lab's
   bridge in the root namespace, with RDMA in the default *shared* netns mode so every lab
   namespace sees it. Every host gets that device as ``rdma_dev`` and the GID index of the
-  bridge's IPv4 address; perftest's out-of-band exchange still goes over the host's own address,
-  and rxe carries the RDMA traffic over its loopback path. It exercises verbs, the tools and the
+  bridge's IPv4 address (which ``gid_ip`` names, for preflight); perftest's out-of-band exchange
+  still goes over the host's own address, and rxe carries the RDMA traffic over its loopback path. It exercises verbs, the tools and the
   harness end to end, but the bytes do not cross the hosts' veths, so shaping does not apply.
 * ``per-host`` (7.1 and newer, where rxe is namespace aware): one rxe device ``rxe<index>_h<N>``
   per host, created inside the host's namespace on its ``eth0``, so RDMA traffic crosses the
@@ -143,7 +143,8 @@ def setup_rxe(run: Runner, index: int, bridge: str, gateway: str,
         made.append(dev)
         gid = find_gid_index(dev, gateway)
         for name, _netns, _address in hosts:
-            host_vars[name] = {"rdma_dev": dev, "rdma_port": 1, "gid_index": gid}
+            # gid_ip: the GID carries the bridge's address, not the host's (preflight checks it)
+            host_vars[name] = {"rdma_dev": dev, "rdma_port": 1, "gid_index": gid, "gid_ip": gateway}
         return host_vars
     for name, netns, address in hosts:
         dev = f"rxe{index}_{name}"
