@@ -26,7 +26,7 @@ from benchharness.lab.rdma import mapped_gid
 from benchharness.results.store import RunDir
 
 sys.path.insert(0, str(Path(__file__).parent))
-import vmharness  # noqa: E402
+import vmharness
 
 pytestmark = pytest.mark.rdma_vm
 
@@ -54,9 +54,9 @@ def rdma_vm(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     log: dict[str, Any] = json.loads(guest_file.read_text()) if guest_file.exists() else {}
     line = (f"rdma_vm: VM wall time {vm.wall_s:.0f} s (guest {log.get('wall_s', '?')} s), status {vm.status}; "
             + ", ".join(f"{s['name']} {s['wall_s']:.0f} s" for s in log.get("steps", [])))
-    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None:
-        reporter.write_line(line)
+    capture = request.config.pluginmanager.getplugin("capturemanager")
+    with capture.global_and_fixture_disabled():  # shown in -q runs too
+        print(f"\n{line}")
     assert not vm.timed_out, f"the VM ran past {VM_TIMEOUT_S:.0f} s and was killed; console: {vm.console[-2000:]}"
     assert vm.status == 0 and log, f"guest failed (status {vm.status}): {vm.output[-3000:]}{vm.console[-2000:]}"
     log["results"] = results
