@@ -47,6 +47,7 @@ class VmResult:
     console: str
     wall_s: float
     timed_out: bool
+    pid: int
 
 
 def find_kernel(module: str = MODULE_NEEDED) -> tuple[Path, str] | None:
@@ -267,13 +268,15 @@ def run_in_vm(command: str, results: Path, cache_dir: Path, cwd: Path, timeout_s
             proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             timed_out = True
-            proc.kill()  # the watchdog: qemu by its own pid
-            proc.wait()
+        finally:  # the watchdog (and an interrupted test): qemu by its own pid, then reaped
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
     wall = time.monotonic() - start
     status_file = results / "status"
     status = int(status_file.read_text().strip()) if status_file.exists() else None
     output = (results / "output.log").read_text(errors="replace") if (results / "output.log").exists() else ""
-    return VmResult(status, output, console.read_text(errors="replace"), wall, timed_out)
+    return VmResult(status, output, console.read_text(errors="replace"), wall, timed_out, proc.pid)
 
 
 def _under_tmpfs_shared(path: Path, shared: Sequence[Path]) -> bool:
