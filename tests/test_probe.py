@@ -190,3 +190,13 @@ def test_pyverbs_attribute_names_of_debian_rdma_core(monkeypatch: pytest.MonkeyP
                                                       "link_layer": 2}}}
     assert out["devices"]["broken0"]["available"] is False
     assert "Failed to open device broken0" in out["devices"]["broken0"]["reason"]
+
+
+def test_doctor_line_names_the_rdma_port_and_its_ipv4_gid() -> None:
+    """Probe facts of a lab host in the soft-RoCE VM (tests/fixtures/real/perftest-rxe/SOURCES)."""
+    from benchharness.telemetry.doctor import fact_line
+
+    facts = json.loads((Path(__file__).parent / "fixtures" / "real" / "perftest-rxe" / "probe-facts-h1.json").read_text())
+    line = fact_line("h1", facts)
+    assert "RDMA: rxe0/1 ACTIVE Ethernet, RoCE v2 GID 1 198.18.0.254; tools: perftest 6.06" in line
+    assert "RDMA:" not in fact_line("h1", {**facts, "rdma": {"available": False, "reason": "no RDMA"}})

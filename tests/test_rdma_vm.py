@@ -186,6 +186,9 @@ def test_doctor_reports_the_rxe_device_its_gids_and_verbs(rdma_vm: dict[str, Any
     doc = json.loads((rdma_vm["results"] / "doctor.json").read_text())
     failed = [v for v in doc["verdicts"] if v["status"] == "fail"]
     assert res["rc"] == 0 and not failed, res["stdout"]
+    gid = host_vars(rdma_vm)["h1"]["gid_index"]
+    assert res["stdout"].count(f"RDMA: rxe0/1 ACTIVE Ethernet, RoCE v2 GID {gid} 198.18.0.254;") == 2
+    assert "preflight.gid_index" not in res["stdout"]  # passed: listed only when not ok
     for host in ("h1", "h2"):
         rdma = doc["facts"][host]["rdma"]
         dev = next(d for d in rdma["devices"] if d["device"] == "rxe0")
