@@ -192,7 +192,11 @@ class _HostChecks:
             if port is None or port.get("link_layer") != "Ethernet":
                 continue  # missing: link_state says so; InfiniBand: GID 0 is right
             gids = port.get("gids") or []
-            good = [g for g in gids if g.get("type") == "RoCE v2" and _carries(g.get("gid"), rail.data_ip)]
+            # gid_ip: the address the GID carries when it is not the rail's own (an RDMA device
+            # shared into a network namespace or container, whose GIDs hold the root's addresses)
+            address = str(self.host.var("gid_ip")) if self.host.var("gid_ip") and \
+                rail.rdma_dev == self.host.var("rdma_dev") else rail.data_ip
+            good = [g for g in gids if g.get("type") == "RoCE v2" and _carries(g.get("gid"), address)]
             entry = next((g for g in gids if g.get("index") == rail.gid_index), None)
             where = f"{rail.rdma_dev}/{rail.rdma_port} ({rail.name}) gid_index={rail.gid_index}"
             if entry is not None and entry in good:
@@ -200,7 +204,7 @@ class _HostChecks:
                 continue
             found = "no such entry" if entry is None else f"{entry.get('type')} {entry.get('gid')}"
             hint = (f"; use gid_index={good[0]['index']}" if good else
-                    f"; no RoCE v2 GID carries {rail.data_ip or 'an IPv4 address'} (is the address on "
+                    f"; no RoCE v2 GID carries {address or 'an IPv4 address'} (is the address on "
                     f"{', '.join(port.get('netdevs') or []) or 'the netdev'}?)")
             self.add("gid_index", "fail", f"{where} is {found}{hint}", value=rail.gid_index,
                      limit=float(good[0]["index"]) if good else None)

@@ -369,21 +369,33 @@ class Probe:
         return p
 
     def pyverbs(self) -> Dict[str, Any]:
+        """What verbs itself reports; a failure here never costs the sysfs part of the section."""
         try:
             import pyverbs.device as verbs
         except Exception as exc:  # ImportError, or a broken install
             return unavailable(f"pyverbs does not import: {str(exc)[:120]}")
-        out = {}
-        for dev in verbs.get_device_list():
-            name = dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
-            with verbs.Context(name=name) as ctx:
-                attr = ctx.query_device()
-                ports = {}
-                for port in range(1, attr.phys_port_cnt + 1):
-                    pa = ctx.query_port(port)
-                    ports[str(port)] = {"state": int(pa.state), "active_mtu": 128 << int(pa.active_mtu),
-                                        "max_mtu": 128 << int(pa.max_mtu), "link_layer": int(pa.link_layer)}
-                out[name] = {"fw_ver": attr.fw_ver, "max_qp": attr.max_qp, "ports": ports}
+        out = {}  # type: Dict[str, Any]
+        try:
+            names = [d.name.decode() if isinstance(d.name, bytes) else str(d.name)
+                     for d in verbs.get_device_list()]
+        except Exception as exc:
+            return unavailable(f"pyverbs get_device_list: {type(exc).__name__}: {str(exc)[:120]}")
+        for name in names:
+            try:
+                with verbs.Context(name=name) as ctx:
+                    attr = ctx.query_device()
+                    ports = {}
+                    for port in range(1, attr.phys_port_cnt + 1):
+                        pa = ctx.query_port(port)
+                        ports[str(port)] = {"state": int(pa.state), "active_mtu": 128 << int(pa.active_mtu),
+                                            "max_mtu": 128 << int(pa.max_mtu), "link_layer": int(pa.link_layer)}
+                    # rdma-core's pyverbs names it fw_version; some builds spell it fw_ver
+                    fw = getattr(attr, "fw_version", None) or getattr(attr, "fw_ver", None)
+                    if isinstance(fw, bytes):
+                        fw = fw.decode(errors="replace")
+                    out[name] = {"fw_ver": fw, "max_qp": attr.max_qp, "ports": ports}
+            except Exception as exc:
+                out[name] = unavailable(f"pyverbs {name}: {type(exc).__name__}: {str(exc)[:120]}")
         return {"available": True, "devices": out}
 
     # -- GPUs ----------------------------------------------------------------------------------

@@ -56,6 +56,8 @@ _ERRORS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("create_qp_failed", r"Couldn't create (?:rdma (?:new |old )?)?QP|Unable to create QP"),
         ("completion_error", r"Failed status \d+: wr_id"),
         ("completion_error", r"Completion with error at (?:client|server)"),
+        # the clock estimate failed: perftest then prints inf for every figure of the table
+        ("clock", r"Correlation coefficient r\^2: [\d.]+ < 0\.9"),
     ))
 _HINTS = {
     "tool_missing": "install perftest (and numactl) on the host",
@@ -66,6 +68,8 @@ _HINTS = {
     "modify_qp_failed": "check gid_index, MTU and the fabric link (ibv_devinfo -v)",
     "create_qp_failed": "check device resources and memlock limits (ulimit -l)",
     "completion_error": "a work request failed on the fabric: check MTU, gid_index and both ends' options",
+    "clock": "perftest could not estimate the CPU clock, so its figures are inf (a noisy timer: "
+             "a loaded host or a software-emulated VM); run the step again (bench run resume=RUN)",
 }
 
 # Header fact → flat record field and converter.
