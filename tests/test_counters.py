@@ -107,7 +107,7 @@ def test_rdma_statistic_of_a_shared_rxe_device_seen_from_a_namespace() -> None:
         import sampler
     finally:
         sys.path.pop(0)
-    text = (Path(__file__).parent / "fixtures" / "real" / "perftest-rxe" / "rdma-statistic-show-link-rxe0.json").read_text()
+    text = (Path(__file__).parent / "fixtures" / "captured" / "soft-roce-vm" / "rdma-statistic-show-link-rxe0.json").read_text()
     got = sampler.parse_rdma_statistic(text)
     assert got["sent_pkts"] == 0 and got["rdma_recvs"] == 0 and len(got) == 15
     assert "ifname" not in got and "port" not in got

@@ -373,13 +373,13 @@ def test_real_rxe_clock_estimate_failure_is_its_own_kind() -> None:
     """Captured in the soft-RoCE VM: perftest's CPU clock estimate failed, every figure is inf."""
     from benchharness.tools.perftest_parse import parse_output as parse_rxe
 
-    text = (Path(__file__).parent / "fixtures" / "real" / "perftest-rxe" / "ib_send_lat-2B-clock-estimate-failed.txt").read_text()
+    text = (Path(__file__).parent / "fixtures" / "captured" / "soft-roce-vm" / "ib_send_lat-2B-clock-estimate-failed.txt").read_text()
     with pytest.raises(ToolFailure) as err:
         parse_rxe(text)
     assert err.value.kind == "clock" and "r^2: 0.778721 < 0.9" in str(err.value)
 
 
-RXE = Path(__file__).parent / "fixtures" / "real" / "perftest-rxe"
+RXE = Path(__file__).parent / "fixtures" / "captured" / "soft-roce-vm"
 
 
 @pytest.mark.parametrize("name, test, size, metric", [

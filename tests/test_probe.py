@@ -193,10 +193,10 @@ def test_pyverbs_attribute_names_of_debian_rdma_core(monkeypatch: pytest.MonkeyP
 
 
 def test_doctor_line_names_the_rdma_port_and_its_ipv4_gid() -> None:
-    """Probe facts of a lab host in the soft-RoCE VM (tests/fixtures/real/perftest-rxe/SOURCES)."""
+    """Probe facts of a lab host in the soft-RoCE VM (tests/fixtures/captured/soft-roce-vm/SOURCES)."""
     from benchharness.telemetry.doctor import fact_line
 
-    facts = json.loads((Path(__file__).parent / "fixtures" / "real" / "perftest-rxe" / "probe-facts-h1.json").read_text())
+    facts = json.loads((Path(__file__).parent / "fixtures" / "captured" / "soft-roce-vm" / "probe-facts-h1.json").read_text())
     line = fact_line("h1", facts)
     assert "RDMA: rxe0/1 ACTIVE Ethernet, RoCE v2 GID 1 198.18.0.254; tools: perftest 6.06" in line
     assert "RDMA:" not in fact_line("h1", {**facts, "rdma": {"available": False, "reason": "no RDMA"}})

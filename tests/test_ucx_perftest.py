@@ -185,7 +185,7 @@ def test_real_tag_bw_between_two_processes_on_loopback() -> None:
     assert rec["bw_avg_MBps_tool"] * 2**20 / 65536 == pytest.approx(rec["msg_rate_mpps"] * 1e6, rel=0.01)
 
 
-RXE = Path(__file__).parent / "fixtures" / "real" / "perftest-rxe"
+RXE = Path(__file__).parent / "fixtures" / "captured" / "soft-roce-vm"
 
 
 def test_rxe_abort_is_classified_by_the_fatal_line_not_the_warning_before_it() -> None:
