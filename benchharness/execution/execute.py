@@ -38,7 +38,8 @@ def _suite_snapshot(suite: Any) -> dict[str, Any]:
             "settings": dict(suite.settings),
             "tests": [{"name": t.name, "tool": t.tool, "pattern": t.pattern, "hosts": t.hosts,
                        "repeat": t.repeat, "params": dict(t.params),
-                       "checks": list(getattr(t, "checks", ()))} for t in suite.tests],
+                       "checks": list(getattr(t, "checks", ())),
+                       **({"rails": t.rails} if getattr(t, "rails", None) else {})} for t in suite.tests],
             "verdicts": getattr(suite, "verdicts", None)}
 
 
