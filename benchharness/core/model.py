@@ -217,3 +217,5 @@ class Verdict:
     test: str | None = None
     value: float | None = None
     limit: float | None = None
+    #: The host's NIC the verdict is about (``rail1``), None for the host as a whole.
+    rail: str | None = None

@@ -229,7 +229,8 @@ def _finish(session: Session, observers: list[Any], result: Any, runner: Any, is
                 echo(f"  preflight {v.status.upper()} {v.check}{' on ' + v.host if v.host else ''}: {v.message}")
     for v in verdicts:
         if v.status == "fail":
-            echo(f"  VERDICT FAIL {v.check}{' on ' + v.host if v.host else ''}: {v.message}")
+            who = f"{v.host}.{v.rail}" if v.host and v.rail else v.host
+            echo(f"  VERDICT FAIL {v.check}{' on ' + who if who else ''}: {v.message}")
     if iso and iso.confirmed:
         echo(f"  ISOLATION {'suspect ' + ', '.join(iso.suspects) if iso.suspects else 'no suspect'}: {iso.note}")
     if info["ssh_retries"]:

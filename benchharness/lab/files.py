@@ -66,10 +66,11 @@ def render_inventory(state: Mapping[str, Any], python: str = sys.executable) -> 
         if rails:  # one NIC per rail, parallel lists (rail i: the i-th item of each)
             hvars |= {"netdev": ",".join(r["netdev"] for r in rails),
                       "data_ip": ",".join(r["address"] for r in rails)}
-            if any(r.get("shape") for r in rails) and not h.get("shape"):
+            if any(r.get("shape") for r in rails):
                 hvars["nic_line_rate_gbps"] = ",".join(
                     f"{parse_rate_gbps(r['shape']) if r.get('shape') else UNSHAPED_LINE_RATE_GBPS:g}" for r in rails)
-                hvars["bench_shape"] = ",".join(f"{r['name']}:{r['shape']}" for r in rails if r.get("shape"))
+                hvars["bench_shape"] = h.get("shape") or ",".join(
+                    f"{r['name']}:{r['shape']}" for r in rails if r.get("shape"))
         hvars |= h.get("rdma") or {}
         lines.append(" ".join([h["name"], *(f"{k}={_ini(v)}" for k, v in hvars.items())]))
     gvars = {"ansible_user": "root", "ansible_ssh_private_key_file": _ini(d / "id_ed25519"),
