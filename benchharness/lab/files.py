@@ -65,7 +65,9 @@ def render_inventory(state: Mapping[str, Any], python: str = sys.executable) -> 
         rails = h.get("rails") or []
         if rails:  # one NIC per rail, parallel lists (rail i: the i-th item of each)
             hvars |= {"netdev": ",".join(r["netdev"] for r in rails),
-                      "data_ip": ",".join(r["address"] for r in rails)}
+                      "data_ip": ",".join(r["address"] for r in rails),
+                      # veths have no serial number: a made-up one per rail, so findings name one
+                      "nic_serial": ",".join(f"LAB-{h['name']}-{r['name']}" for r in rails)}
             if any(r.get("shape") for r in rails):
                 hvars["nic_line_rate_gbps"] = ",".join(
                     f"{parse_rate_gbps(r['shape']) if r.get('shape') else UNSHAPED_LINE_RATE_GBPS:g}" for r in rails)

@@ -188,7 +188,7 @@ def _step(test: TestSpec, rep: int, case: dict[str, Any], group: tuple[Host, ...
     labels: dict[str, Any] = {**case, "hosts": ",".join(names)}
     if test.pattern in PAIR_PATTERNS and len(group) == 2:
         labels["pair"] = "-".join(names)
-    if test.rails:
+    if test.rails and all(h.rail for h in group):
         labels.update(rail_labels(group))
         names = labels["endpoints"].split(",")
     for key in SIZE_PARAMS:

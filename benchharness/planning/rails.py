@@ -4,7 +4,7 @@
 step per rail in the same round, each with its own port). ``each``: the same pairs, one rail per
 round. ``cross``: rail i of the first host (server, receiver) meets rail j (j != i) of the
 others, one combination per round. Hosts with fewer NICs than their peers take part in the rails
-they have. A rail view (``Host.on_rail``) carries the NIC's address and variables, so tool
+they have; a round of hosts that list no rails (single-NIC inventories) stays as it is. A rail view (``Host.on_rail``) carries the NIC's address and variables, so tool
 adapters build per-rail command lines unchanged.
 """
 
@@ -29,7 +29,9 @@ def rail_rounds(rounds: Sequence[Sequence[Group]], mode: str) -> list[list[Group
     """Rounds of rail-view groups for ``mode`` (aligned, each, cross); see the module docstring."""
     out: list[list[Group]] = []
     for groups in rounds:
-        if mode == "aligned":
+        if not any(h.rails for g in groups for h in g):
+            out.append(list(groups))  # single-NIC hosts: the steps of today, unlabelled
+        elif mode == "aligned":
             out.append([_view(g, [i] * len(g)) for g in groups for i in range(_count(g))])
         elif mode == "each":
             for i in range(max((_count(g) for g in groups), default=0)):

@@ -72,7 +72,7 @@ def junit_xml(info: Mapping[str, Any], steps: Sequence[Mapping[str, Any]] = (),
         for v in mine:
             test, rail = _clean(v.get("test")), _clean(v.get("rail"))
             label = f"{test}: {_clean(v.get('check'))}" if test else _clean(v.get("check"))
-            case = ET.SubElement(ts, "testcase", classname=_class(name, rail) if rail else name, time="0",
+            case = ET.SubElement(ts, "testcase", classname=f"{name}.{rail}" if rail else name, time="0",
                                  name=f"{rail}: {label}" if rail else label)
             status = str(v.get("status"))
             counts["tests"] += 1
