@@ -88,3 +88,25 @@ def test_rail_all_pairs_names_the_slow_rail_and_acceptance_fails_only_it(lab_rai
         for rail in ("rail0", "rail1"):
             assert (f"rails.{host}", f"{rail}: acceptance") in cases
             assert (f"rails.{host}", f"{rail}: rail-bw: rail bandwidth vs best peer") in cases
+
+
+def test_rails_auto_discovers_each_hosts_nics_over_ssh(lab_rails: LabInfo, tmp_path: Path) -> None:
+    from benchharness.telemetry.discover import discover
+
+    text = lab_rails.inventory.read_text()
+    auto = tmp_path / "auto.ini"
+    lines = []
+    for line in text.splitlines():
+        if line.startswith("h"):  # the host lines: rails=auto instead of the lists
+            line = " ".join(w for w in line.split() if not w.startswith(("data_ip=", "netdev=", "nic_serial=",
+                                                                            "nic_line_rate_gbps="))) + " rails=auto"
+        lines.append(line)
+    auto.write_text("\n".join(lines) + "\n")
+    inv = load_inventory(auto)
+    assert all(not h.rails and h.var("rails") == "auto" for h in inv.hosts)
+    found = discover(inv.hosts)
+    listed = load_inventory(lab_rails.inventory)
+    for got, want in zip(found, listed.hosts, strict=True):
+        assert [(r.name, r.netdev, r.data_ip) for r in got.rails] == \
+            [(r.name, r.netdev, r.data_ip) for r in want.rails]
+        assert got.data_ip == want.rails[0].data_ip

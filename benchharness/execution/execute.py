@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import getpass
 import os
@@ -21,12 +22,26 @@ from benchharness.core.errors import (
     EXIT_STEPS_FAILED,
     EXIT_STORAGE,
     EXIT_VERDICT_FAILED,
+    ConfigError,
     StorageError,
     UsageError,
 )
 from benchharness.core.model import Verdict
 from benchharness.execution.events import StepEvent
 from benchharness.results.store import RunDir, find_run, new_run_id, redact_argv, results_root
+
+
+def _auto_rails(inventory: Any) -> Any:
+    """The inventory with the rails of ``rails=auto`` hosts discovered on them (probe over SSH)."""
+    from benchharness.telemetry.discover import discover
+
+    try:
+        hosts = discover(inventory.hosts)
+    except ValueError as exc:
+        raise ConfigError(str(exc), str(inventory.source) if inventory.source else None) from None
+    if hosts != inventory.hosts or any(a.rails != b.rails for a, b in zip(hosts, inventory.hosts, strict=True)):
+        inventory = dataclasses.replace(inventory, hosts=hosts)
+    return inventory
 
 
 def _now() -> str:
@@ -107,6 +122,7 @@ def open_session(suite_ref: str, hosts_ref: str | None, overrides: Mapping[str, 
 
     suite = load_suite(suite_ref, overrides)
     inventory = load_inventory(hosts_ref) if hosts_ref else local_inventory()
+    inventory = _auto_rails(inventory)
     chosen = launcher_name(launcher, inventory.hosts)
     plan = build_plan(suite, inventory.hosts, inventory=inventory, launcher=chosen)
     if not plan.steps:

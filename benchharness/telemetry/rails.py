@@ -123,36 +123,39 @@ def rails_from_facts(facts: Mapping[str, Any], management: str | None = None) ->
     known (the others are storage NICs); ordered by nearest GPU, then device name."""
     nics = [n for n in ((facts.get("nics") or {}).get("devices") or []) if isinstance(n, Mapping)]
     rdma = {d.get("name"): d for d in ((facts.get("rdma") or {}).get("devices") or []) if isinstance(d, Mapping)}
-    found = []
+    found: list[tuple[Mapping[str, Any], str | None, str]] = []
     for nic in nics:
         devs = nic.get("rdma_devices") or []
         addrs = [a for a in nic.get("ipv4") or [] if a != management]
-        if nic.get("virtual") or not devs or not addrs:
-            continue
-        found.append((nic, str(devs[0]), str(addrs[0])))
+        if not nic.get("virtual") and devs and addrs:
+            found.append((nic, str(devs[0]), str(addrs[0])))
+    if not found:  # no RDMA NIC at all (TCP-only hosts, lab namespaces): every addressed data NIC
+        found = [(n, None, str(a[0])) for n in nics
+                 if (a := [x for x in n.get("ipv4") or [] if x != management]) and n.get("netdev") != "lo"]
     topo = ((facts.get("gpus") or {}).get("topology") or {}).get("text") or ""
     near: dict[str, tuple[int, ...]] = {}
-    if topo:
-        names = [dev for _, dev, _ in sorted(found, key=lambda f: _natural(f[1]))]
+    if topo and all(dev for _, dev, _ in found):
+        names = [str(dev) for _, dev, _ in sorted(found, key=lambda f: _natural(str(f[1])))]
         near = nearest_gpus(topo, names)
         parsed = parse_nvidia_topo(topo)
-        compute = [f for f in found if near.get(f[1]) and any(
-            gpu_relations(parsed, nic_column(parsed, f[1], names.index(f[1])) or "").get(g) in NEAR
-            for g in near[f[1]])]
+        compute = [f for f in found if near.get(str(f[1])) and any(
+            gpu_relations(parsed, nic_column(parsed, str(f[1]), names.index(str(f[1]))) or "").get(g) in NEAR
+            for g in near[str(f[1])])]
         found = compute or found
-    found.sort(key=lambda f: ((near.get(f[1]) or (999,))[0], _natural(f[1])))
+    found.sort(key=lambda f: ((near.get(str(f[1])) or (999,))[0], _natural(str(f[1] or f[0].get("netdev")))))
     numa_of = gpu_numa(topo) if topo else {}
     rails = []
     for i, (nic, dev, addr) in enumerate(found):
-        ports = (rdma.get(dev) or {}).get("ports") or []
+        ports = (rdma.get(dev) or {}).get("ports") or [] if dev else []
         port = ports[0] if ports and isinstance(ports[0], Mapping) else {}
         speed = nic.get("speed_mbps")
         rails.append(Rail(index=i, netdev=str(nic.get("netdev")), rdma_dev=dev, rdma_port=int(port.get("port") or 1),
                           data_ip=addr, gid_index=_roce_gid(port, addr),
                           numa_node=nic.get("numa_node") if nic.get("numa_node") is not None
-                          else numa_of.get((near.get(dev) or (-1,))[0]),
+                          else numa_of.get((near.get(str(dev)) or (-1,))[0]),
                           line_rate_gbps=speed / 1000 if isinstance(speed, int | float) else None,
-                          nearest_gpus=near.get(dev, ()), serial=_serial(nic), pci_address=nic.get("pci_address")))
+                          nearest_gpus=near.get(str(dev), ()), serial=_serial(nic),
+                          pci_address=nic.get("pci_address")))
     return tuple(rails)
 
 
@@ -168,3 +171,4 @@ def with_rails(host: Host, rails: Sequence[Rail]) -> Host:
     values = {**host.vars, "netdev": first.netdev, "rdma_dev": first.rdma_dev, "rdma_port": first.rdma_port,
               "gid_index": first.gid_index, "numa_node": first.numa_node, "rails": "auto"}
     return dataclasses.replace(host, rails=tuple(rails), data_ip=first.data_ip, vars=values)
+
