@@ -472,6 +472,9 @@ def _yaml_key_line(path: Path, key: str, parent: str | None) -> int | None:
 def _build_host(name: str, raw: Mapping[str, Any], magic: set[str], inventory: Path) -> Host:
     ans = _ansible()
     origins = {k: ans.origin_of(v) for k, v in raw.items()}
+    if isinstance(raw.get("rails"), list):  # each NIC of a YAML rails: list has its own line
+        origins.update({f"rails[{i}]": ans.origin_of(item) or origins.get("rails")
+                        for i, item in enumerate(raw["rails"])})
 
     def where(var: str) -> tuple[str, int | None]:
         origin = origins.get(var)

@@ -97,16 +97,16 @@ def _from_yaml(host: str, rails: list[Any], where: Where) -> tuple[Rail, ...]:
     for i, item in enumerate(rails):
         if not isinstance(item, Mapping):
             raise ConfigError(f"host {host}: rails: rail{i} is {item!r}, not a mapping of netdev, rdma_dev, "
-                              "data_ip ...", *where("rails"))
+                              "data_ip ...", *where(f"rails[{i}]"))
         unknown = sorted(set(map(str, item)) - _KNOWN_KEYS)
         if unknown:
             raise ConfigError(f"host {host}: rails: rail{i} has unknown key(s) {', '.join(unknown)} "
-                              f"(known: {', '.join(sorted(_KNOWN_KEYS))})", *where("rails"))
+                              f"(known: {', '.join(sorted(_KNOWN_KEYS))})", *where(f"rails[{i}]"))
         fields = {f: next((item[k] for k in keys if item.get(k) is not None), None)
                   for f, (_, keys) in FIELDS.items()}
         if fields["nearest_gpus"] is not None and not isinstance(fields["nearest_gpus"], list):
             fields["nearest_gpus"] = [fields["nearest_gpus"]]
-        out.append(_build(host, i, fields, lambda f: "rails", where))
+        out.append(_build(host, i, fields, lambda f, i=i: f"rails[{i}]", where))  # type: ignore[misc]
     return tuple(out)
 
 

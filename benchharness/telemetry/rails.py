@@ -24,13 +24,17 @@ NEAR = ("PIX", "PXB")
 
 
 def nic_column(parsed: Mapping[str, Any], nic: str, position: int | None = None) -> str | None:
-    """The matrix column of an RDMA device: its ``NICk`` legend entry, its own name, or (no legend)
-    ``NIC<position>`` when the device is the position-th of the host's NICs."""
+    """The matrix column of an RDMA device: its ``NICk`` legend entry, its own name (older drivers),
+    or, when the capture has no legend, ``NIC<position>`` (default: the device's number, mlx5_3 ->
+    NIC3, which is how nvidia-smi numbers a host's RDMA devices)."""
     by_name = {name: col for col, name in parsed["nics"].items()}
     if nic in by_name:
         return str(by_name[nic])
     if nic in parsed["devices"]:
         return nic
+    m = re.search(r"(\d+)$", nic)
+    if position is None and m:
+        position = int(m.group(1))
     if not parsed["nics"] and position is not None and f"NIC{position}" in parsed["devices"]:
         return f"NIC{position}"
     return None
@@ -54,13 +58,17 @@ def nearest_gpus(topo_text: str, nics: Sequence[str], gpus: Sequence[int] | None
     """NIC -> GPUs nearest it (under one PCIe switch, PIX/PXB; else the best there is), the GPU
     it should use first. ``nics`` in rail order (RDMA device names); ``gpus`` limits the choice."""
     parsed = parse_nvidia_topo(topo_text)
+    relations: dict[str, dict[int, str]] = {}
+    for nic in nics:
+        col = nic_column(parsed, nic)
+        rel = gpu_relations(parsed, col) if col else {}
+        relations[nic] = {g: r for g, r in rel.items() if gpus is None or g in gpus}
     taken: set[int] = set()
     out: dict[str, tuple[int, ...]] = {}
-    for pos, nic in enumerate(nics):
-        col = nic_column(parsed, nic, pos)
-        rel = gpu_relations(parsed, col) if col else {}
-        if gpus is not None:
-            rel = {g: r for g, r in rel.items() if g in gpus}
+    # NICs under a switch with a GPU choose first (PIX before PXB); a far NIC takes no GPU from them
+    order = sorted(nics, key=lambda n: min((RANK[r] for r in relations[n].values()), default=9))
+    for nic in order:
+        rel = relations[nic]
         if not rel:
             out[nic] = ()
             continue
@@ -68,9 +76,10 @@ def nearest_gpus(topo_text: str, nics: Sequence[str], gpus: Sequence[int] | None
         close = sorted((g for g, r in rel.items() if RANK[r] <= max(best, RANK["PXB"])),
                        key=lambda g: (RANK[rel[g]], g))
         first = next((g for g in close if g not in taken and RANK[rel[g]] == best), close[0])
-        taken.add(first)
+        if best <= RANK["PXB"]:
+            taken.add(first)
         out[nic] = (first, *[g for g in close if g != first])
-    return out
+    return {nic: out[nic] for nic in nics}
 
 
 def gpu_numa(topo_text: str) -> dict[int, int | None]:
@@ -139,7 +148,7 @@ def rails_from_facts(facts: Mapping[str, Any], management: str | None = None) ->
         near = nearest_gpus(topo, names)
         parsed = parse_nvidia_topo(topo)
         compute = [f for f in found if near.get(str(f[1])) and any(
-            gpu_relations(parsed, nic_column(parsed, str(f[1]), names.index(str(f[1]))) or "").get(g) in NEAR
+            gpu_relations(parsed, nic_column(parsed, str(f[1])) or "").get(g) in NEAR
             for g in near[str(f[1])])]
         found = compute or found
     found.sort(key=lambda f: ((near.get(str(f[1])) or (999,))[0], _natural(str(f[1] or f[0].get("netdev")))))
