@@ -353,3 +353,12 @@ def test_verdicts_and_junit_per_host_and_rail() -> None:
     assert ("rails.h3.rail0", "rail0: acceptance", False) in cases
     assert ("rails.h3.rail1", "rail1: t: bw", True) in cases
     assert {c for c, _, failed in cases if failed} == {"rails.h3.rail1", "rails.run"}
+
+
+def test_ucx_perftest_per_rail_names_the_rails_device(tmp_path: Path) -> None:
+    s = suite(tmp_path, "tests:\n  - {name: u, tool: ucx_perftest, pattern: pairs, rails: aligned, "
+                        "params: {test: tag_bw, tls: auto}}\n")
+    plan = build_plan(s, HOSTS4[:2])
+    envs = [dict(c.env) for st in plan.rounds[0] for c in registry()["ucx_perftest"].commands(st)]
+    devices = sorted({e.get("UCX_NET_DEVICES", "") for e in envs})
+    assert devices == ["mlx5_0:1", "mlx5_1:1"], envs

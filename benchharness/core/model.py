@@ -126,7 +126,8 @@ class Host:
                   "gid_index": rail.gid_index, "numa_node": rail.numa_node,
                   "nic_line_rate_gbps": rail.line_rate_gbps or self.var("nic_line_rate_gbps"),
                   "nic_serial": rail.serial or (None if self.rails else self.var("nic_serial"))}
-        merged = {**self.vars, **values, "rail": rail.name}
+        merged = {**{k: v for k, v in self.vars.items() if k not in values}, "rail": rail.name}
+        merged.update({k: v for k, v in values.items() if v is not None})  # unset: tools' defaults
         if rail.nearest_gpus:
             merged["nearest_gpus"] = list(rail.nearest_gpus)
         return dataclasses.replace(self, data_ip=rail.data_ip or self.data_ip, vars=merged, rails=(rail,))
