@@ -511,7 +511,10 @@ def lab_status(name: str | None = None, base_dir: Path = DEFAULT_BASE) -> list[d
             ns_exists = (NETNS_DIR / h.netns).exists()
             rows.append({"lab": lab, "host": h.name, "netns": h.netns, "address": h.address,
                          "ns_exists": ns_exists, "sshd_alive": ns_exists and _sshd_alive(h.sshd_pid, h.netns),
-                         "ssh_port_open": ns_exists and _ssh_banner(h.address, 0.5), "shape": h.shape})
+                         "ssh_port_open": ns_exists and _ssh_banner(h.address, 0.5), "shape": h.shape,
+                         **({"rails": ",".join(f"{r['name']}={r['netdev']}/{r['address']}"
+                                               + (f"@{r['shape']}" if r.get("shape") else "") for r in h.rails)}
+                            if h.rails else {})})
     return rows
 
 
