@@ -362,3 +362,20 @@ def test_ucx_perftest_per_rail_names_the_rails_device(tmp_path: Path) -> None:
     envs = [dict(c.env) for st in plan.rounds[0] for c in registry()["ucx_perftest"].commands(st)]
     devices = sorted({e.get("UCX_NET_DEVICES", "") for e in envs})
     assert devices == ["mlx5_0:1", "mlx5_1:1"], envs
+
+
+def test_line_rate_share_uses_each_rails_own_rate() -> None:
+    import pandas as pd
+
+    from benchharness.analysis.frames import case_columns, line_rate_share
+
+    info = {"hosts": ["h1", "h2"], "inventory": {"hosts": [
+        {"name": n, "vars": {"nic_line_rate_gbps": 400},
+         "rails": [{"name": "rail0", "line_rate_gbps": 400}, {"name": "rail1", "line_rate_gbps": 200}]}
+        for n in ("h1", "h2")]}}
+    df = pd.DataFrame([
+        {"test": "t", "rail": "rail0", "hosts": "h1,h2", "endpoints": "h1.rail0,h2.rail0", "bw_avg_gbps": 200.0},
+        {"test": "t", "rail": "rail1", "hosts": "h1,h2", "endpoints": "h1.rail1,h2.rail1", "bw_avg_gbps": 180.0}])
+    out = line_rate_share(df, info, facts={})
+    assert out["bw_avg_gbps_line_rate_pct"].tolist() == [50.0, 90.0]
+    assert "rail" in case_columns(df, hosts=False) and "endpoints" not in case_columns(df, hosts=False)
