@@ -75,6 +75,8 @@ def test_rail_all_pairs_names_the_slow_rail_and_acceptance_fails_only_it(lab_rai
     assert roll == {("h1", "rail0"): "pass", ("h1", "rail1"): "pass", ("h2", "rail0"): "pass",
                     ("h2", "rail1"): "pass", ("h3", "rail0"): "pass", ("h3", "rail1"): "fail", (None, None): "fail"}
     assert "  hosts FAILED: h3.rail1\n" in res.stdout
+    page = (out / "report.html").read_text()
+    assert "All-pairs bw_avg_gbps (median) at 128K, per rail" in page and ">h3.rail1<" in page
 
     root = ET.parse(xml).getroot()
     failing = [(s.get("name"), c.get("classname"), c.get("name")) for s in root.findall("testsuite")
