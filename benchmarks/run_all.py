@@ -29,6 +29,7 @@ SCRIPTS: dict[str, tuple[list[str], list[str]]] = {
     "fanout": ([], ["--reps", "1"]),
     "report": ([], []),
     "plan_4096": ([], []),
+    "incast_start": ([], ["--hosts", "5"]),
 }
 
 

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
+from real_parts import pytest_runtest_makereport  # noqa: F401  (the hook: CI fails skips)
 
 import benchharness.tools
 from benchharness.core.errors import LabError
@@ -95,3 +96,4 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             with contextlib.suppress(LabError):
                 lab.lab_down(None, base_dir=LAB_BASE)
         shutil.rmtree(LAB_BASE, ignore_errors=True)
+

@@ -72,12 +72,68 @@ def test_significance_decisions() -> None:
     same_a = [100 + rng.gauss(0, 1) for _ in range(8)]
     same_b = [100 + rng.gauss(0, 1) for _ in range(8)]
     result = stats.significance(same_a, same_b)
-    assert not result.significant and result.reason in ("not significant", "CIs overlap")
-    few = stats.significance([110, 111], [100, 101])
-    assert not few.significant and few.reason == "insufficient repetitions"
-    # Three fully separated repetitions per side: the exact test cannot go below p = 0.1.
+    assert result.decision == "equivalent" and not result.significant
+    one = stats.significance([110], [100, 101, 102])
+    assert one.decision == "undecided" and one.reason == "not enough repetitions to decide (n = 1 vs 3)"
+    # Three well separated repetitions per side decide (exact Mann-Whitney U could not: p >= 0.1).
     three = stats.significance([110, 111, 112], [100, 101, 102])
-    assert not three.significant and three.p_value == pytest.approx(0.1)
+    assert three.significant and three.p_value < 0.01
+    assert three.ratio == pytest.approx(111 / 101) and three.ci_low < 111 / 101 < three.ci_high
+    # Noisy repetitions whose interval spans both 1 and the effect cannot decide.
+    noisy = stats.significance([90, 120, 105], [100, 80, 115])
+    assert noisy.decision == "undecided" and noisy.reason.startswith("not enough repetitions")
+    # Significant but below the practical threshold: equivalent, not different.
+    tiny = stats.significance([100.5, 100.51, 100.52], [100.0, 100.01, 100.02])
+    assert tiny.p_value < 1e-6 and tiny.decision == "equivalent"
+    assert stats.significance([100.5, 100.51, 100.52], [100.0, 100.01, 100.02],
+                              threshold=0.001).decision == "different"
+
+
+def test_ratio_test_matches_welch_by_hand() -> None:
+    """The figures of a Welch t-test on logs, worked out from its formula."""
+    base, other = [3.79, 3.65, 3.71], [1.90, 1.91, 1.905]
+    res = stats.ratio_test(base, other)
+    la, lb = [math.log(v) for v in base], [math.log(v) for v in other]
+    ma, mb = sum(la) / 3, sum(lb) / 3
+    va = sum((x - ma) ** 2 for x in la) / 2 / 3
+    vb = sum((x - mb) ** 2 for x in lb) / 2 / 3
+    df = (va + vb) ** 2 / (va * va / 2 + vb * vb / 2)
+    assert res.df == pytest.approx(df)
+    assert res.log_diff == pytest.approx(mb - ma) and res.log_se == pytest.approx(math.sqrt(va + vb))
+    # df is close to 2 here: the t quantile for 95 % at 2 degrees of freedom is 4.303.
+    assert df == pytest.approx(2.0, abs=0.1)
+    half = res.log_se * stats._t_quantile(df)
+    assert stats._t_quantile(2.0) == pytest.approx(4.3027, abs=1e-4)
+    assert res.ci_low == pytest.approx(math.exp(mb - ma - half))
+    assert res.ratio == pytest.approx(1.905 / 3.71)
+    assert res.decision == "different" and 0.48 < res.ci_low < res.ci_high < 0.54
+
+
+def test_ratio_test_error_rates_at_three_repetitions() -> None:
+    """Same distribution: "different" in about alpha of the draws at most; a 2x change with 3 %
+    noise: always different, with the true ratio inside the interval nearly always."""
+    rng = random.Random(11)
+    trials = 400
+    false = sum(stats.ratio_test([math.exp(rng.gauss(0, 0.03)) for _ in range(3)],
+                                 [math.exp(rng.gauss(0, 0.03)) for _ in range(3)]).significant
+                for _ in range(trials))
+    assert false / trials <= 0.06
+    hits = covered = 0
+    for _ in range(trials):
+        res = stats.ratio_test([4 * math.exp(rng.gauss(0, 0.03)) for _ in range(3)],
+                               [2 * math.exp(rng.gauss(0, 0.03)) for _ in range(3)])
+        hits += res.significant
+        covered += res.ci_low <= 0.5 <= res.ci_high
+    assert hits == trials and covered / trials >= 0.93
+
+
+def test_combine_cells_into_a_band() -> None:
+    cells = [stats.ratio_test([4.0, 4.1, 3.9], [2.0, 2.05, 1.95]),
+             stats.ratio_test([8.0, 8.2, 7.8], [4.0, 4.1, 3.9])]
+    band = stats.combine(cells)
+    assert band.decision == "different" and band.ratio == pytest.approx(0.5, rel=0.01)
+    assert band.ci_low < 0.5 < band.ci_high and band.n_baseline == 3
+    assert stats.combine([stats.ratio_test([4.0], [2.0])]).decision == "undecided"
 
 
 # -- loading and summaries -----------------------------------------------------------------------
@@ -190,13 +246,27 @@ def test_compare_same_distribution_and_too_few_reps(tmp_path: Path) -> None:
     comp = comparison.compare([a, b])
     bw = comp.bands[(comp.bands["test"] == "rdma-bw") & (comp.bands["metric"] == "bw_avg_gbps")]
     assert bw["winner"].isna().all()
-    assert set(bw["verdict"]) <= {"no significant difference"}
-    few_a = synth.build_run(tmp_path / "fa", name="fa", reps=2, seed=1, peak_gbps=100, firmware="1")
-    few_b = synth.build_run(tmp_path / "fb", name="fb", reps=1, seed=2, peak_gbps=200, firmware="2")
+    # 1 % noise, same peak: equivalent within 2 % (or undecided), never "different"
+    assert all(v.startswith(("equivalent", "not enough repetitions")) for v in bw["verdict"])
+    assert not any(s["decision"] == "different" for s in comp.statements)
+    few_a = synth.build_run(tmp_path / "fa", name="fa", reps=2, seed=1, peak_gbps=100, firmware="1",
+                            hosts=["h1", "h2", "h3", "h4"])
+    few_b = synth.build_run(tmp_path / "fb", name="fb", reps=1, seed=2, peak_gbps=200, firmware="2",
+                            hosts=["h1", "h2", "h3", "h4"])
     few = comparison.compare([few_a, few_b])
-    lat = few.cells[few.cells["test"] == "rdma-lat"]
-    # rdma-lat has 2 pairs: 4 vs 2 samples per cell -> never a claim
-    assert set(lat["cell_result"]) == {"insufficient repetitions"} and not lat["winner"].any()
+    # 2 pairs × 2 repetitions vs 2 pairs × 1: four against two samples per cell decide 2x apart
+    bw_few = few.cells[(few.cells["test"] == "rdma-bw") & (few.cells["metric"] == "bw_avg_gbps")]
+    assert (bw_few["cell_result"] == "fw 2").all()
+    one_a = synth.build_run(tmp_path / "oa", name="oa", reps=1, seed=1, peak_gbps=100, firmware="1",
+                            hosts=["h1", "h2", "h1", "h2"])
+    one_b = synth.build_run(tmp_path / "ob", name="ob", reps=1, seed=2, peak_gbps=200, firmware="2",
+                            hosts=["h1", "h2", "h1", "h2"])
+    one = comparison.compare([one_a, one_b])
+    cells = one.cells[one.cells["run"] == "fw 2"]
+    undecided = cells[(cells["n"] < 2) | (cells["n_baseline"] < 2)]
+    assert len(undecided) >= 10 and not undecided["significant"].any()
+    assert set(undecided["test_result"]) == {"not enough repetitions to decide (n = 1 vs 1)"}
+    assert not any("no significant" in str(v) for v in one.bands["verdict"])
     shutil.rmtree(tmp_path / "a")
 
 

@@ -266,6 +266,45 @@ def test_link_cut_mid_run_fails_fast_and_leaves_nothing(flab: LabInfo, tmp_path:
     no_leftovers(20)
 
 
+@pytest.mark.lab
+def test_cut_host_ends_its_tools_and_sampler_by_itself(lab_maker, lab_base: Path, tmp_path: Path) -> None:
+    """h2's link goes down mid-step and stays down: the run ends with exit 3, h1-h3 keeps its
+    samples, and everything the run started on any host (tools, telemetry sampler, wrappers)
+    has ended by itself 10 s after the step's time limit, though bench could not reach h2."""
+    left_pattern = r"iperf3|sampler\.py|bench-step"
+    with lab_maker("tcut3", 3) as info:
+        inv = info.inventory.read_text().replace("[lab:vars]\n", "[lab:vars]\nansible_timeout=3\n")
+        (tmp_path / "inventory.ini").write_text(inv)
+        out = tmp_path / "run"
+        ns = info.hosts[1].netns
+        proc = bench_bg("run", "suite=quick", "length=128K", f"hosts={tmp_path / 'inventory.ini'}",
+                        "duration=3", "timeout=5", f"out={out}")
+        try:
+            wait_pid(info, 1, "iperf3")
+            wait_pid(info, 1, "python3", "--interval")  # the sampler runs on h2 too
+            time.sleep(0.5)
+            subprocess.run(["ip", "-n", ns, "link", "set", "eth0", "down"], check=True)
+            stdout, stderr = proc.communicate(timeout=120)
+            assert proc.returncode == 3, stdout + stderr
+            run = RunDir(out)
+            steps = sorted(run.steps(), key=lambda s: s["started"])
+            cut = next(s for s in steps if s["status"] == "failed")
+            assert cut["host"] == "h2" and cut["kind"] == "unreachable", cut
+            ok = [s for s in steps if s["status"] == "ok"]
+            assert [sorted(s["hosts"]) for s in ok] == [["h1", "h3"]], steps
+            kept = [r for r in summaries(run) if {r["server"], r["client"]} == {"h1", "h3"}]
+            assert kept and all(r["bw_avg_gbps"] > 0 for r in kept)
+            assert cut["limit_s"] and cut["limit_s"] < 60, cut
+            wait = cut["started"] + cut["limit_s"] + 10 - time.time()
+            if wait > 0:
+                time.sleep(wait)
+            left = lab.lab_processes("tcut3", left_pattern, base_dir=lab_base)
+            assert not any(left.values()), f"still running 10 s after the step's limit: {left}"
+        finally:
+            proc.kill()
+            subprocess.run(["ip", "-n", ns, "link", "set", "eth0", "up"], check=False)
+
+
 # -- the controller ------------------------------------------------------------------------------
 
 @pytest.mark.lab

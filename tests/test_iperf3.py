@@ -365,7 +365,7 @@ def test_real_loopback_run() -> None:
     records = ADAPTER.parse_step(step, results)
     (summary,) = [r for r in records if r["kind"] == "summary"]
     assert summary["bw_avg_gbps"] > 0.1 and summary["bytes"] > 0
-    assert 0.9 < summary["duration_s"] < 1.5 and "partial" not in summary
+    assert 0.9 < summary["duration_s"] < 3.0 and "partial" not in summary
     assert len([r for r in records if r["kind"] == "interval"]) >= 2
     assert summary["server"] == summary["client"] == "localhost"
 

@@ -255,7 +255,7 @@ def test_rdma_rxe_is_refused_on_this_kernel(lab_root: None, lab_base: Path) -> N
     except LabError:
         pass
     else:
-        pytest.skip("this kernel has rdma_rxe: the refusal cannot be shown here")
+        pytest.skip("not applicable: this kernel has rdma_rxe, so the refusal cannot be shown here")
     with pytest.raises(LabError) as err:
         lab.lab_up(2, name="trxe", rdma="rxe", base_dir=lab_base)
     message = str(err.value)

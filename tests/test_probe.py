@@ -106,7 +106,7 @@ def test_probe_runs_for_real_on_this_machine() -> None:
     elapsed = time.monotonic() - started
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
-    assert elapsed < 5.0
+    assert elapsed < 30.0  # a hang guard; its speed is measured in benchmarks/
     assert doc["errors"] == []
     assert doc["host"]["kernel"] and doc["cpu"]["logical_cores"] >= 1
     names = [n["netdev"] for n in doc["nics"]["devices"]]

@@ -98,3 +98,22 @@ def test_sortable_table_sorts(driver: Any, reports: dict[str, Path]) -> None:
           return parseFloat(r.cells[col].getAttribute('data-v')); });""")
     assert len(column) > 2 and column == sorted(column, reverse=True)
     assert _severe(driver) == []
+
+
+def test_comparison_opens_with_the_verdict_sentences(driver: Any, reports: dict[str, Path]) -> None:
+    """The first thing a reviewer sees: plain sentences, above the tables, visible on screen."""
+    driver.get(reports["compare"].as_uri())
+    shown = driver.execute_script("""
+        var items = Array.from(document.querySelectorAll('#review ul.verdicts li'));
+        var table = document.querySelector('#review table');
+        return items.map(function (li) {
+          var r = li.getBoundingClientRect();
+          return {text: li.innerText, visible: r.width > 0 && r.height > 0,
+                  above: !table || r.top < table.getBoundingClientRect().top};
+        });""")
+    assert shown, "no verdict sentences"
+    assert all(s["visible"] and s["above"] for s in shown), shown
+    faster = [s["text"] for s in shown if "is " in s["text"] and "% faster than CX6 · fw 22.36" in s["text"]]
+    assert faster and all("95% CI" in t and "n = " in t for t in faster), [s["text"] for s in shown]
+    assert any("rdma-bw" in t for t in faster)
+    assert _severe(driver) == []

@@ -1,11 +1,13 @@
 """Compare runs (procurement: NIC A vs NIC B, firmware X vs Y) case by case.
 
-A *cell* is one test, case (labels without host names and repetitions), message size and metric.
-In each cell every run contributes its summary samples (repetitions × host pairs). Per cell:
-each run's median and 95 % CI, its ratio to the first run (the baseline), a Mann-Whitney U test
-against the baseline, and a winner: the best run when it is significantly better (p < 0.05 and
-non-overlapping CIs) than every other run. Fewer than 3 samples on a side: "insufficient
-repetitions", never a claim. Cells roll up into size bands (small <= 64K, medium <= 1M, large).
+A *cell* is one test, case (``results.cases``, without host names), message size and metric. In
+each cell every run contributes its summary samples (repetitions × host pairs). Per cell: each
+run's median and 95 % CI, its ratio to the first run (the baseline) with the 95 % interval of a
+Welch t-test on log values (``stats.ratio_test``), and a decision: ``different``, ``equivalent``
+(within the practical threshold, default 2 %) or "not enough repetitions to decide". The winner
+of a cell is the best run when it is different from (and better than) every other run. Cells roll
+up into size bands (small <= 64K, medium <= 1M, large), whose combined ratio and interval give
+the plain verdict sentences a review reads first (``sentences``).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from benchharness.analysis import frames as analysis
-from benchharness.analysis import stats
+from benchharness.analysis import sentences, stats
 from benchharness.core.metrics import gbps_factor, higher_is_better
 from benchharness.results import runview
 from benchharness.results.store import RunDir
@@ -65,6 +67,8 @@ class Comparison:
     warnings: list[dict[str, Any]] = field(default_factory=list)
     cost: list[dict[str, Any]] = field(default_factory=list)
     noise: list[dict[str, Any]] = field(default_factory=list)
+    threshold: float = stats.EQUIVALENCE
+    statements: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def baseline(self) -> str:
@@ -88,6 +92,8 @@ class Comparison:
             "verdicts": [_clean(v) for v in self.verdicts],
             "telemetry_warnings": [_clean(w) for w in self.warnings],
             "cost": [_clean(c) for c in self.cost], "noise": [_clean(n) for n in self.noise],
+            "method": stats.METHOD, "equivalence_threshold": self.threshold,
+            "statements": [_clean(s) for s in self.statements],
         }
 
 
@@ -110,8 +116,9 @@ def _host_like(series: pd.Series, hostnames: set[str]) -> bool:
                any(h in v for h in hostnames) for v in values)
 
 
-def compare(runs: Sequence[RunDir]) -> Comparison:
-    """Compare runs; the first run is the baseline for ratios and tests."""
+def compare(runs: Sequence[RunDir], threshold: float = stats.EQUIVALENCE) -> Comparison:
+    """Compare runs; the first run is the baseline for ratios and tests. ``threshold``: ratios
+    within 1 ± threshold are "equivalent" however small the p-value."""
     import pandas as pd
 
     infos = [r.run_info() for r in runs]
@@ -125,17 +132,20 @@ def compare(runs: Sequence[RunDir]) -> Comparison:
         if not df.empty else []
     metrics = [m for m in analysis.metric_columns(df) if not m.endswith(("_tool", "_line_rate_pct"))] \
         if not df.empty else []
-    cells, bands = _cells(df, keys, metrics, labels) if metrics else (pd.DataFrame(), pd.DataFrame())
+    cells, bands = _cells(df, keys, metrics, labels, threshold) if metrics \
+        else (pd.DataFrame(), pd.DataFrame())
     runs_meta = [_run_meta(r, info, lab) for r, info, lab in zip(runs, infos, labels, strict=True)]
     verdicts = [{"run": lab, **v} for info, lab in zip(infos, labels, strict=True)
                 for v in info.get("verdicts") or [] if isinstance(v, Mapping)
                 and str(v.get("status", "")).lower() in ("fail", "failed", "warn")]
     warnings = [{"run": lab, **w} for r, info, lab in zip(runs, infos, labels, strict=True)
                 for w in runview.telemetry_warnings(r, info)]
-    comp = Comparison(runs_meta, labels, keys, cells, bands, verdicts, warnings)
+    comp = Comparison(runs_meta, labels, keys, cells, bands, verdicts, warnings, threshold=threshold)
     if not cells.empty:
         comp.cost = _cost(cells, infos, labels)
         comp.noise = _noise(cells)
+        comp.statements = sentences.band_statements(bands, labels, threshold) + \
+            sentences.cost_statements(comp.cost)
     return comp
 
 
@@ -152,8 +162,8 @@ def _run_meta(run: RunDir, info: Mapping[str, Any], label: str) -> dict[str, Any
             "failures": len(info.get("failures") or [])}
 
 
-def _cells(df: pd.DataFrame, keys: list[str], metrics: list[str],
-           labels: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _cells(df: pd.DataFrame, keys: list[str], metrics: list[str], labels: list[str],
+           threshold: float) -> tuple[pd.DataFrame, pd.DataFrame]:
     import numpy as np
     import pandas as pd
 
@@ -175,50 +185,69 @@ def _cells(df: pd.DataFrame, keys: list[str], metrics: list[str],
         values = {lab: v[~np.isnan(v)] for lab, v in values.items()}
         present = [lab for lab in labels if lab in per_run]
         best = (max if higher else min)(present, key=lambda lab: per_run[lab]["median"])
-        verdict, margin = _winner(best, present, values, per_run, higher)
+        verdict, margin = _winner(best, present, values, per_run, higher, threshold)
         for lab in present:
             r = per_run[lab]
-            ratio = r["median"] / per_run[base]["median"] if base in per_run and \
-                per_run[base]["median"] else math.nan
-            test = stats.significance(values[lab], values[base]) if base in per_run and lab != base \
-                else None
+            test = stats.ratio_test(values[base], values[lab], threshold=threshold) \
+                if base in per_run and lab != base else None
+            ratio = test.ratio if test else (1.0 if lab == base else math.nan)
             rows.append({**{k: cell_keys.at[cell, k] for k in keys}, "metric": metric,
                          "unit": r["unit"], "run": lab, "n": int(r["n"]), "median": r["median"],
                          "ci95_low": r["ci95_low"], "ci95_high": r["ci95_high"], "cv": r["cv"],
-                         "ratio": ratio, "p_value": test.p_value if test else math.nan,
+                         "ratio": ratio,
+                         "ratio_ci_low": test.ci_low if test else math.nan,
+                         "ratio_ci_high": test.ci_high if test else math.nan,
+                         "p_value": test.p_value if test else math.nan,
                          "significant": bool(test and test.significant),
+                         "decision": test.decision if test else "baseline",
                          "test_result": test.reason if test else "baseline",
+                         "log_diff": test.log_diff if test else math.nan,
+                         "log_se": test.log_se if test else math.nan,
+                         "df": test.df if test else math.nan,
+                         "n_baseline": test.n_baseline if test else int(r["n"]),
                          "winner": verdict if verdict in labels else None,
                          "cell_result": verdict, "winner_margin": margin,
                          "higher_is_better": higher})
     cells = pd.DataFrame(rows)
     cells["band"] = cells["size_bytes"].map(size_band) if "size_bytes" in cells else "all"
-    return cells, _bands(cells, keys, labels)
+    return cells, _bands(cells, keys, labels, threshold)
 
 
 def _winner(best: str, present: list[str], values: Mapping[str, Any], per_run: Mapping[str, Any],
-            higher: bool) -> tuple[str, float]:
-    """The best run when significantly better than every other; else the reason there is none."""
+            higher: bool, threshold: float) -> tuple[str, float]:
+    """The best run when different from (and better than) every other; else why there is none:
+    ``equivalent`` or "not enough repetitions to decide (n = ...)"."""
     others = [lab for lab in present if lab != best]
     if not others:
         return "single run", math.nan
-    results = [stats.significance(values[best], values[o]) for o in others]
-    if any(r.reason == "insufficient repetitions" for r in results):
-        return "insufficient repetitions", math.nan
+    results = [stats.ratio_test(values[o], values[best], threshold=threshold) for o in others]
+    undecided = [r for r in results if r.decision == "undecided"]
+    if undecided:
+        return undecided[0].reason, math.nan
     if not all(r.significant for r in results):
-        return "no significant difference", math.nan
+        return "equivalent", math.nan
     runner_up = (max if higher else min)(others, key=lambda lab: per_run[lab]["median"])
     a, b = per_run[best]["median"], per_run[runner_up]["median"]
     margin = (a / b if higher else b / a) if a and b else math.nan
     return best, margin
 
 
-def _bands(cells: pd.DataFrame, keys: list[str], labels: list[str]) -> pd.DataFrame:
+def _band_test(sub: pd.DataFrame, lab: str, threshold: float) -> stats.RatioTest:
+    tests = [stats.RatioTest(int(r["n_baseline"]), int(r["n"]), float(r["ratio"]),
+                             float(r["ratio_ci_low"]), float(r["ratio_ci_high"]),
+                             float(r["p_value"]), str(r["decision"]), str(r["test_result"]),
+                             float(r["log_diff"]), float(r["log_se"]), float(r["df"]))
+             for r in sub[sub["run"] == lab].to_dict("records")]
+    return stats.combine(tests, threshold=threshold)
+
+
+def _bands(cells: pd.DataFrame, keys: list[str], labels: list[str], threshold: float) -> pd.DataFrame:
     import pandas as pd
 
     group = [k for k in keys if k != "size_bytes"] + ["band", "metric"]
     by_test = cells.groupby("test")["metric"].unique() if "test" in cells else None
     everything = headline_metrics(list(dict.fromkeys(cells["metric"])))
+    base = labels[0]
     rows = []
     for gkey, sub in cells.groupby(group, dropna=False, sort=False):
         meta = dict(zip(group, gkey if isinstance(gkey, tuple) else (gkey,), strict=True))
@@ -226,10 +255,28 @@ def _bands(cells: pd.DataFrame, keys: list[str], labels: list[str]) -> pd.DataFr
         per_cell = sub.drop_duplicates(subset=[c for c in [*keys, "metric"] if c in sub])
         results = per_cell["cell_result"].tolist()
         n_cells = len(results)
+        band_tests = {lab: _band_test(sub, lab, threshold) for lab in labels[1:]
+                      if (sub["run"] == lab).any() and (sub["run"] == base).any()}
+        ratios = {lab: (band_tests[lab].ratio if lab in band_tests else
+                        (1.0 if lab == base and (sub["run"] == base).any() else math.nan))
+                  for lab in labels}
         wins = {lab: results.count(lab) for lab in labels}
-        ratios = {lab: stats.geomean(sub[sub["run"] == lab]["ratio"].tolist()) for lab in labels}
         winners = [lab for lab, w in wins.items() if w]
-        if len(winners) == 1 and wins[winners[0]] * 2 >= n_cells:
+        win: str | None = None
+        rival: str | None = None
+        factor = math.nan
+        if len(band_tests) == 1:  # two runs: the band's combined test decides
+            other, test = next(iter(band_tests.items()))
+            if test.significant:
+                better_other = (test.ratio > 1) == higher
+                win, rival = (other, base) if better_other else (base, other)
+                factor = ratios[win] / ratios[rival] if ratios[rival] else math.nan
+                way = "higher" if factor > 1 else "lower"
+                verdict = f"{win} wins: {abs(factor - 1) * 100:.1f}% {way}"
+            else:
+                verdict = test.reason
+            detail = f"{sum(1 for r in results if r in labels)} of {n_cells} cells different"
+        elif len(winners) == 1 and wins[winners[0]] * 2 >= n_cells:
             win = winners[0]
             rivals = [lab for lab in labels if lab != win and not math.isnan(ratios[lab])]
             pick = max if higher else min
@@ -237,22 +284,28 @@ def _bands(cells: pd.DataFrame, keys: list[str], labels: list[str]) -> pd.DataFr
             factor = ratios[win] / ratios[rival] if rival and ratios[rival] else math.nan
             way = "higher" if factor > 1 else "lower"
             verdict = f"{win} wins: {abs(factor - 1) * 100:.1f}% {way}" if rival else win
-            detail = f"significant in {wins[win]} of {n_cells} cells"
+            detail = f"better than every other run in {wins[win]} of {n_cells} cells"
         elif winners:
-            win, rival, factor = None, None, math.nan
             verdict = "mixed: " + ", ".join(f"{lab} wins {wins[lab]}" for lab in winners)
             detail = f"of {n_cells} cells"
         else:
-            win, rival, factor = None, None, math.nan
-            insufficient = results.count("insufficient repetitions")
-            verdict = "insufficient repetitions" if insufficient == n_cells \
-                else "no significant difference"
-            detail = f"{n_cells} cells" + (f", {insufficient} with < {stats.MIN_REPS} samples"
-                                           if insufficient else "")
+            undecided = [r for r in results if r.startswith("not enough")]
+            verdict = undecided[0] if undecided else "equivalent"
+            detail = f"{n_cells} cells"
         heads = headline_metrics(list(by_test[meta["test"]])) if by_test is not None else everything
-        rows.append({**meta, "headline": meta["metric"] in heads, "cells": n_cells,
-                     "winner": win, "runner_up": rival, "factor": factor, "verdict": verdict,
-                     "detail": detail, **{f"ratio[{lab}]": ratios[lab] for lab in labels}})
+        sizes = sorted(float(v) for v in sub["size_bytes"].dropna().unique()) \
+            if "size_bytes" in sub else []
+        row = {**meta, "headline": meta["metric"] in heads, "cells": n_cells,
+               "winner": win, "runner_up": rival, "factor": factor, "verdict": verdict,
+               "detail": detail, "higher_is_better": higher,
+               "size_min": sizes[0] if sizes else math.nan,
+               "size_max": sizes[-1] if sizes else math.nan,
+               **{f"ratio[{lab}]": ratios[lab] for lab in labels}}
+        for lab, test in band_tests.items():
+            row.update({f"ci_low[{lab}]": test.ci_low, f"ci_high[{lab}]": test.ci_high,
+                        f"p[{lab}]": test.p_value, f"decision[{lab}]": test.decision,
+                        f"n[{lab}]": test.n_other, f"n_base[{lab}]": test.n_baseline})
+        rows.append(row)
     return pd.DataFrame(rows)
 
 
@@ -277,7 +330,9 @@ def _cost(cells: pd.DataFrame, infos: Sequence[Mapping[str, Any]], labels: list[
             rows.append({"run": lab, "test": test, "metric": metric, "best_gbps": best,
                          "price_usd": price, "power_w": watts,
                          "gbps_per_kusd": best / price * 1000 if prices and price else math.nan,
-                         "gbps_per_w": best / watts if power and watts else math.nan})
+                         "gbps_per_w": best / watts if power and watts else math.nan,
+                         "usd_per_gbps": price / best if prices and best else math.nan,
+                         "w_per_gbps": watts / best if power and best else math.nan})
     return rows
 
 

@@ -16,21 +16,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from benchharness.core.metrics import gbps_factor, is_metric_name, unit_of
-from benchharness.results import runview
+from benchharness.results import cases, runview
 from benchharness.results.store import RunDir, json_loader
+
+CASE_KEYS = "case_keys"
+"""``DataFrame.attrs`` entry holding the case-defining labels of the run(s) a frame came from."""
 
 if TYPE_CHECKING:
     import pandas as pd
-
-
-#: Labels that tell repetitions apart; never part of a case.
-REP_LABELS = frozenset({"step", "rep", "round", "kind", "seq", "interval", "run_id", "run"})
-#: Labels naming hosts; they differ between clusters, so comparisons ignore them.
-HOST_LABELS = frozenset({"hosts", "pair", "server", "client", "host", "sender", "receiver",
-                         "members", "peer", "launcher", "senders", "receivers",
-                         "endpoints", "server_nic_serial", "client_nic_serial"})
-#: A per-rail step's samples carry ``rail`` (``rail2``): it is part of the case, so runs,
-#: hosts and clusters are compared rail by rail.
 
 
 def metric_columns(df: pd.DataFrame) -> list[str]:
@@ -49,10 +42,9 @@ def label_columns(df: pd.DataFrame) -> list[str]:
 
 
 def case_columns(df: pd.DataFrame, hosts: bool = True) -> list[str]:
-    """Labels that define a case: labels without repetition bookkeeping (and without host
-    names when ``hosts`` is False); constant-per-run columns such as ``tool`` are kept."""
-    drop = set(REP_LABELS) | (set() if hosts else set(HOST_LABELS))
-    return [c for c in label_columns(df) if c not in drop]
+    """Labels that define a case (``results.cases``): test, swept parameters, size and row labels
+    of the run(s) the frame was loaded from, and host labels unless ``hosts`` is False."""
+    return cases.case_columns(df.columns, df.attrs.get(CASE_KEYS), hosts=hosts)
 
 
 def _stringify(value: Any) -> Any:
@@ -152,6 +144,7 @@ def _frame(run: RunDir, records: list[dict[str, Any]], label: str | None) -> pd.
     info = run.run_info()
     df["run_id"] = str(info.get("run_id") or run.path.name)
     df["run"] = label or run_label([info])[0]
+    df.attrs[CASE_KEYS] = cases.run_case_keys(info)
     return df
 
 

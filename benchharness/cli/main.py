@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -156,15 +157,16 @@ def cmd_compare(ns: argparse.Namespace) -> int:
 
     from benchharness.results.store import find_run
 
-    kv = parse_kv([a for a in ns.runs if "=" in a], allowed=("out", "format"))
+    kv = parse_kv([a for a in ns.runs if "=" in a], allowed=("out", "format", "equivalence"))
     runs = [find_run(r) for r in ns.runs if "=" not in r]
     if len(runs) < 2:
         raise UsageError("bench compare needs at least two runs: bench compare RUN_A RUN_B [...]")
+    threshold = _equivalence(kv.get("equivalence"))
     fmt = kv.get("format", "html")
     if fmt == "json":
         from benchharness.report.exports import comparison_json
 
-        text = json.dumps(comparison_json(runs), indent=2, default=str)
+        text = json.dumps(comparison_json(runs, threshold=threshold), indent=2, default=str)
         if kv.get("out"):
             Path(kv["out"]).write_text(text + "\n")
             print(f"comparison: {kv['out']}")
@@ -186,10 +188,27 @@ def cmd_compare(ns: argparse.Namespace) -> int:
     elif fmt == "html":
         from benchharness.report.compare import render_comparison
 
-        print(f"report: {render_comparison(runs, Path(kv.get('out') or 'comparison.html'))}")
+        out = Path(kv.get("out") or "comparison.html")
+        print(f"report: {render_comparison(runs, out, threshold=threshold)}")
     else:
         raise UsageError(f"format={fmt!r}: expected html, json, md or csv")
     return 0
+
+
+def _equivalence(text: str | None) -> float:
+    """``equivalence=2%`` (or ``0.02``): the practical threshold of comparisons."""
+    from benchharness.analysis.stats import EQUIVALENCE
+
+    if text is None:
+        return EQUIVALENCE
+    raw = text.strip()
+    try:
+        value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
+    except ValueError:
+        value = math.nan
+    if not 0 <= value < 1:
+        raise UsageError(f"equivalence={text!r}: expected a share such as 2% or 0.02")
+    return value
 
 
 def cmd_parse(ns: argparse.Namespace) -> int:
@@ -338,8 +357,10 @@ def build_parser() -> argparse.ArgumentParser:
         "arguments: RUN [RUN ...] [out=FILE] [junit=FILE (one run: its verdicts as JUnit XML)]"
         ).add_argument("runs", nargs="+", metavar="RUN")
     add("compare", cmd_compare, "compare runs side by side (the first is the baseline): medians, 95%% CIs, "
-        "ratios, significance",
-        "arguments: RUN_A RUN_B [RUN ...] [out=FILE] [format=html|json|md|csv]\n\n"
+        "ratios with 95%% intervals, plain verdicts",
+        "arguments: RUN_A RUN_B [RUN ...] [out=FILE] [format=html|json|md|csv] [equivalence=2%%]\n\n"
+        "Welch t-test on log values per cell and size band; differences within equivalence= (default\n"
+        "2%%) are 'equivalent'; too few repetitions say 'not enough repetitions to decide'.\n\n"
         "example:\n  bench compare 20261130-nic-a 20261130-nic-b out=vendor-a-vs-b.html"
         ).add_argument("runs", nargs="+", metavar="RUN")
     p = add("parse", cmd_parse, "parse a saved tool or command output and print its records as JSON")

@@ -228,6 +228,7 @@ def _finish(session: Session, observers: list[Any], result: Any, runner: Any, is
         "verdicts": [v.__dict__ for v in verdicts],
         "preflight": {s: sum(v.status == s for v in preflight) for s in ("fail", "warn", "info", "pass")},
         "down_hosts": runner.down,
+        "clock_offsets": {h: c.to_dict() for h, c in sorted(runner.clocks.items())},
         "ssh_retries": _ssh_retries(runner),
         "tool_versions": _tool_versions(observers),
         **({"isolation": iso.summary()} if iso else {}),

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from benchharness.core.errors import ToolFailure, TransportError
 from benchharness.core.model import Command, CommandResult, Host, Record, Step
-from benchharness.execution import faults
+from benchharness.execution import clocks, faults
 from benchharness.execution.events import StepEvent
 from benchharness.results.store import RunDir
 from benchharness.tools import get_tool
@@ -29,6 +29,10 @@ if TYPE_CHECKING:
 
 READY_TIMEOUT_S = 30.0
 SERVER_EXIT_GRACE_S = 0.5
+HOST_GRACE_S = 3.0
+"""Host-side limits run this long past the step's time limit (start skew between hosts); the
+host's own ``timeout`` then sends SIGTERM, and SIGKILL 2 s later (``transport.base.wrap_command``),
+so everything a step started on a host ends by itself even when the controller cannot reach it."""
 
 
 class StepObserver(Protocol):
@@ -52,6 +56,7 @@ class StepOutcome:
     samples: int = 0
     started: float = 0.0
     ended: float = 0.0
+    limit_s: float | None = None  # the step's time limit (``Runner.step_limit_s``)
 
 
 @dataclass
@@ -104,6 +109,10 @@ class Runner:
         self.down: dict[str, str] = {}
         self.down_kinds: dict[str, str] = {}  # unreachable | auth_failed | host_key_changed | ...
         self._live: set[Process] = set()
+        self._commands: dict[str, list[Command]] = {}
+        self._waits: dict[int, float] = {}
+        self.clocks: dict[str, clocks.ClockOffset] = {}
+        """Each host's clock offset, for clients that start at one agreed instant (``clocks``)."""
         self._lock = threading.Lock()
         self.stopping = threading.Event()
 
@@ -132,6 +141,30 @@ class Runner:
 
         with ThreadPoolExecutor(max_workers=min(self.max_connections, len(remote))) as pool:
             list(pool.map(connect, remote))
+        self.measure_clocks()
+
+    def measure_clocks(self) -> None:
+        """Every reachable host's clock offset; a host whose clock cannot be read (no GNU date)
+        gets none, and steps with it start their clients from the controller, one by one."""
+        hosts = [h for h in self.plan.hosts if h.name not in self.down]
+
+        def measure(host: Host) -> None:
+            def read() -> str:
+                rc, out, _, _ = self.transport(host).run(["date", "+%s.%N"], timeout=10)
+                if rc != 0:
+                    raise ValueError(out)
+                return out
+
+            try:
+                found = clocks.ClockOffset(0.0, 0.0) if host.local else clocks.measure_offset(read)
+            except (ValueError, IndexError, TransportError):
+                return
+            with self._lock:
+                self.clocks[host.name] = found
+
+        if hosts:
+            with ThreadPoolExecutor(max_workers=min(self.max_connections, len(hosts))) as pool:
+                list(pool.map(measure, hosts))
 
     # -- processes ---------------------------------------------------------------------------
     def track(self, proc: Process) -> None:
@@ -228,6 +261,24 @@ class Runner:
         except Exception as exc:  # telemetry must never break a measurement
             print(f"warning: {getattr(fn, '__qualname__', fn)}: {exc}", file=sys.stderr)
 
+    def step_commands(self, step: Step) -> list[Command]:
+        """The step's command lines (built once per step by its tool adapter)."""
+        with self._lock:
+            found = self._commands.get(step.id)
+        if found is None:
+            found = get_tool(step.tool).commands(step, launcher=self.plan.launcher)
+            with self._lock:
+                found = self._commands.setdefault(step.id, found)
+        return found
+
+    def step_limit_s(self, step: Step) -> float:
+        """The step's time limit: its servers' readiness wait and its longest client (timeout +
+        start delay). Every host-side process of the step, telemetry included, ends within it."""
+        commands = self.step_commands(step)
+        longest = max((c.timeout_s + c.start_delay_s for c in commands if not c.background),
+                      default=60.0)
+        return longest + (READY_TIMEOUT_S if any(c.background for c in commands) else 0.0)
+
     def run_step(self, step: Step) -> StepOutcome:
         """Run one step to the end, store its raw output and samples, and say how it went."""
         outcome = StepOutcome(step=step, status="ok", started=time.time())
@@ -260,6 +311,8 @@ class Runner:
                 self._safely(obs.after_step, self, step)
         outcome.ended = time.time()
         outcome.message = faults.one_line(outcome.message)
+        with self._lock:
+            self._commands.pop(step.id, None)
         if self.stopping.is_set() and outcome.status == "failed" and outcome.kind not in ("unreachable",):
             outcome.status, outcome.kind = "skipped", "interrupted"
         self._record(outcome)
@@ -286,11 +339,13 @@ class Runner:
             "step": o.step.id, "test": o.step.test, "tool": o.step.tool, "round": o.step.round,
             "rep": o.step.repetition, "hosts": [h.name for h in o.step.hosts], "status": o.status,
             "kind": o.kind, "message": o.message, "host": o.host, "samples": o.samples,
-            "started": o.started, "ended": o.ended, "params": dict(o.step.params)})
+            "started": o.started, "ended": o.ended, "limit_s": o.limit_s,
+            "params": dict(o.step.params)})
 
     def _execute(self, step: Step, outcome: StepOutcome) -> None:
         adapter = get_tool(step.tool)
-        commands = adapter.commands(step, launcher=self.plan.launcher)
+        commands = self.step_commands(step)
+        outcome.limit_s = self.step_limit_s(step)
         results: list[CommandResult] = []
         servers: list[tuple[Command, Process]] = []
         try:
@@ -300,10 +355,8 @@ class Runner:
                 for host in targets.values():
                     for local_path, remote_path in cmd.uploads:
                         self.transport(host).put(local_path, remote_path)
-            longest = max((c.timeout_s + c.start_delay_s for c in commands if not c.background),
-                          default=60.0)
             for cmd in (c for c in commands if c.background):
-                proc = self._start(cmd, limit_s=longest + READY_TIMEOUT_S + 30)
+                proc = self._start(cmd, limit_s=self.step_limit_s(step) + HOST_GRACE_S)
                 servers.append((cmd, proc))
             for cmd, proc in servers:
                 if cmd.ready_pattern and not proc.wait_for_output(cmd.ready_pattern, READY_TIMEOUT_S):
@@ -342,7 +395,12 @@ class Runner:
             raise ToolFailure("no_result", f"{step.id}: the tool ran but produced no samples")
 
     def _start_clients(self, commands: list[Command]) -> list[tuple[Command, Process]]:
-        """Start clients in order of ``start_delay_s`` (stable), each at its offset from the first."""
+        """Start clients in order of ``start_delay_s`` (stable), each at its offset from the first.
+
+        Several clients whose hosts' clocks are known start at one agreed instant that each host
+        waits for itself (``clocks``); otherwise the controller starts them one after another."""
+        if len(commands) > 1 and all(c.host.name in self.clocks for c in commands):
+            return self._start_clients_together(commands)
         t0 = time.monotonic()
         started: list[tuple[Command, Process]] = []
         for cmd in sorted(commands, key=lambda c: c.start_delay_s):
@@ -350,7 +408,24 @@ class Runner:
                 time.sleep(max(0.0, min(0.05, t0 + cmd.start_delay_s - time.monotonic())))
             if self.stopping.is_set():
                 break
-            started.append((cmd, self._start(cmd, limit_s=cmd.timeout_s + 10)))
+            started.append((cmd, self._start(cmd, limit_s=cmd.timeout_s + HOST_GRACE_S)))
+        return started
+
+    def _start_clients_together(self, commands: list[Command]) -> list[tuple[Command, Process]]:
+        lead = clocks.lead_time_s(len(commands), max(self.clocks[c.host.name].rtt_s for c in commands))
+        t0 = time.time() + lead
+        started: list[tuple[Command, Process]] = []
+        for cmd in sorted(commands, key=lambda c: c.start_delay_s):
+            if self.stopping.is_set():
+                break
+            at = t0 + cmd.start_delay_s + self.clocks[cmd.host.name].offset_s
+            limit = cmd.timeout_s + HOST_GRACE_S + lead + cmd.start_delay_s
+            proc = self.transport(cmd.host).start([*clocks.start_at_argv(at), *cmd.argv], cmd.env,
+                                                  limit_s=limit)
+            self.track(proc)
+            with self._lock:
+                self._waits[id(proc)] = lead + cmd.start_delay_s
+            started.append((cmd, proc))
         return started
 
     def _store(self, step: Step, results: list[CommandResult]) -> None:
@@ -363,7 +438,9 @@ class Runner:
         return proc
 
     def _finish(self, cmd: Command, proc: Process) -> CommandResult:
-        deadline = time.monotonic() + cmd.timeout_s
+        with self._lock:
+            waits = self._waits.pop(id(proc), 0.0)  # time it waits on its host for the agreed start
+        deadline = time.monotonic() + cmd.timeout_s + waits
         rc = None
         while time.monotonic() < deadline and not self.stopping.is_set():
             rc = proc.wait(min(0.5, max(0.01, deadline - time.monotonic())))
@@ -374,7 +451,11 @@ class Runner:
             proc.stop()
             rc = proc.wait(5.0)
         self.untrack(proc)
-        return CommandResult(cmd, rc, proc.stdout, proc.stderr, proc.started, time.time(),
+        host_start, stderr = clocks.split_start_mark(proc.stderr)
+        offset = self.clocks.get(cmd.host.name)
+        # A client that waited for the agreed instant started when its host says it did.
+        started = host_start - offset.offset_s if host_start is not None and offset else proc.started
+        return CommandResult(cmd, rc, proc.stdout, stderr, started, time.time(),
                              timed_out=timed_out, stopped=self.stopping.is_set() and not timed_out)
 
     def _stop_all(self, servers: list[tuple[Command, Process]]) -> list[CommandResult]:

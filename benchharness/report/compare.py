@@ -23,21 +23,21 @@ MAX_ROWS = 400
 BAND_ORDER = {"small": 0, "medium": 1, "large": 2, "all": 3}
 
 
-def comparison_context(runs: Sequence[RunDir]) -> dict[str, Any]:
+def comparison_context(runs: Sequence[RunDir], threshold: float = stats.EQUIVALENCE) -> dict[str, Any]:
     """Everything ``compare.html.j2`` needs."""
-    comp = compare(list(runs))
+    comp = compare(list(runs), threshold=threshold)
     tests = []
     if not comp.cells.empty and "test" in comp.cells:
         for test in dict.fromkeys(comp.cells["test"]):
             tests.append(_test(comp, str(test), comp.cells[comp.cells["test"] == test]))
-    min_n = int(comp.cells["n"].min()) if not comp.cells.empty else 0
+    undecided = sum(1 for s in comp.statements if s["decision"] == "undecided")
     note = ""
-    if min_n >= stats.MIN_REPS and stats.min_p_value(min_n, min_n) >= stats.ALPHA:
-        p = stats.min_p_value(min_n, min_n)
-        note = (f"Some cells have only {min_n} samples per run: the smallest p-value the U test "
-                f"can give is then {p:.3g}, so no difference can be significant there. "
-                "Run at least 4 repetitions (better 5 or more) to decide.")
+    if undecided:
+        note = (f"{undecided} of the verdicts below cannot be decided from the repetitions at hand: "
+                "run more repetitions (repeat=5) or longer steps to narrow the intervals.")
     return {"comp": comp, "runs": [{**r, "started": when(r.get("started"))} for r in comp.runs],
+            "statements": comp.statements, "method": stats.METHOD,
+            "threshold_pct": f"{threshold * 100:g}",
             "summary": _summary(comp), "tests": tests, "note": note,
             "cost": comp.cost, "cost_chart": _cost_chart(comp), "noise": comp.noise,
             "generated": when(dt.datetime.now(dt.UTC).timestamp())}
@@ -178,7 +178,8 @@ def _sort(v: Any) -> str:
     return "" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
 
 
-def render_comparison(runs: Sequence[RunDir], out: Path) -> Path:
+def render_comparison(runs: Sequence[RunDir], out: Path, threshold: float = stats.EQUIVALENCE) -> Path:
     """Render a comparison of runs (the first is the baseline) to one HTML file."""
-    html = environment().get_template("compare.html.j2").render(**comparison_context(list(runs)))
+    html = environment().get_template("compare.html.j2").render(
+        **comparison_context(list(runs), threshold=threshold))
     return write_html(html, out)

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchharness.analysis import comparison
+from benchharness.analysis import comparison, stats
 from benchharness.analysis import frames as analysis
 from benchharness.report.charts import fmt
 from benchharness.report.sections import label_text, varying
@@ -78,8 +78,9 @@ def _single(run: RunDir) -> str:
 def _multi(runs: list[RunDir]) -> str:
     comp = comparison.compare(runs)
     lines = [f"# Comparison: {' vs '.join(_md(lab) for lab in comp.labels)}", "",
-             f"Baseline: **{_md(comp.baseline)}**. Wins need Mann-Whitney U p < 0.05 and "
-             "non-overlapping 95% CIs of the median; fewer than 3 samples per run: no claim.", ""]
+             f"Baseline: **{_md(comp.baseline)}**. {stats.METHOD}, p < 0.05; within "
+             f"{comp.threshold * 100:g}% is equivalent.", "",
+             *(f"- {_md(s['text'])}" for s in comp.statements), ""]
     rows = [[r.get("test", ""), r["band"], r["metric"], r["verdict"], r["detail"],
              *(f"×{r[f'ratio[{lab}]']:.3f}" if r.get(f"ratio[{lab}]") is not None else "–"
                for lab in comp.labels)] for r in comp.headline()]
@@ -97,6 +98,8 @@ def _multi(runs: list[RunDir]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def comparison_json(runs: Sequence[RunDir]) -> dict[str, Any]:
+def comparison_json(runs: Sequence[RunDir], threshold: float | None = None) -> dict[str, Any]:
     """The comparison as JSON-ready data (``Comparison.to_dict``), with a format version."""
-    return {"format": "benchharness-comparison", "version": 1, **comparison.compare(list(runs)).to_dict()}
+    comp = comparison.compare(list(runs)) if threshold is None \
+        else comparison.compare(list(runs), threshold=threshold)
+    return {"format": "benchharness-comparison", "version": 2, **comp.to_dict()}

@@ -16,6 +16,7 @@ from benchharness.analysis import frames as analysis
 from benchharness.core.metrics import higher_is_better, unit_of
 from benchharness.core.units import format_size
 from benchharness.report import charts
+from benchharness.results import cases
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -62,9 +63,9 @@ def _host_count(df: pd.DataFrame) -> int:
 
 def test_section(test: str, df: pd.DataFrame, intervals: pd.DataFrame) -> dict[str, Any]:
     """Tables and charts for one test (``df``: its summary rows with line-rate columns)."""
-    cases = analysis.case_columns(df)
+    case_cols = analysis.case_columns(df)
     aggregate = _host_count(df) > MAX_SERIES
-    keys = [c for c in cases if not aggregate or c not in analysis.HOST_LABELS]
+    keys = [c for c in case_cols if not aggregate or c not in cases.HOST_LABELS]
     show = varying(df, keys)
     summary = analysis.summarize(df, by=show)
     metrics = [m for m in analysis.metric_columns(df) if not m.endswith("_line_rate_pct")]
@@ -72,7 +73,7 @@ def test_section(test: str, df: pd.DataFrame, intervals: pd.DataFrame) -> dict[s
     figures = [f for f in (_throughput(df, summary, show), _latency(summary, show),
                            _busbw(summary, show), _over_time(intervals), _heatmap(df))
                if f]
-    return {"name": test, "constants": constants(df, [c for c in cases if c not in show]),
+    return {"name": test, "constants": constants(df, [c for c in case_cols if c not in show]),
             "samples": len(df), "steps": int(df["step"].nunique()) if "step" in df else 0,
             "aggregated": aggregate, "hosts_count": _host_count(df), "tables": tables,
             "figures": figures, "worst": _worst(df) if aggregate else None}
@@ -250,13 +251,13 @@ def _over_time(intervals: pd.DataFrame) -> dict[str, Any] | None:
         by.append("client")  # incast and one-to-many: one line per flow
     groups = list(rows.groupby(by, sort=True)) if by else [("all", rows)]
     # case labels (on_off, bitrate ...) that tell steps apart, so same-pair lines differ by name
-    skip = analysis.HOST_LABELS | analysis.REP_LABELS | {"size_bytes"}
-    cases = [c for c in analysis.case_columns(rows) if c not in skip and by and
-             rows[c].nunique(dropna=False) > 1 and rows.groupby(by)[c].nunique(dropna=False).max() == 1]
+    skip = cases.HOST_LABELS | cases.REP_LABELS | {"size_bytes"}
+    step_cases = [c for c in analysis.case_columns(rows) if c not in skip and by and
+                  rows[c].nunique(dropna=False) > 1 and rows.groupby(by)[c].nunique(dropna=False).max() == 1]
     series = []
     for key, sub in groups[:8]:
         first = sub.iloc[0]
-        parts = [label_text(c, first[c]) for c in ("pair", "host", *cases) if c in sub]
+        parts = [label_text(c, first[c]) for c in ("pair", "host", *step_cases) if c in sub]
         if "client" in by:
             parts.append(f"{label_text('client', first['client'])} → {label_text('server', first.get('server'))}")
         if "rep" in sub and label_text("rep", first["rep"]):

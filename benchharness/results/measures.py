@@ -15,10 +15,8 @@ from typing import Any
 
 from benchharness.core.model import Record
 from benchharness.core.values import SIZE_PARAMS
+from benchharness.results.cases import test_case_keys
 
-#: Per-row labels that tell cases of one test apart (besides the suite's swept parameters).
-ROW_LABELS = ("size_bytes", "direction", "placement", "collective", "protocol", "bidir", "streams",
-              "perftest_test", "ucx_test")
 #: Units with more hosts than this are groups (collectives, incast): not attributed to one host.
 PAIR_MAX = 2
 GROUP = ""
@@ -50,11 +48,8 @@ def is_summary(rec: Mapping[str, Any]) -> bool:
 
 
 def swept_keys(test: Mapping[str, Any]) -> tuple[str, ...]:
-    """Case-defining labels of a test (from the run's suite snapshot): row labels + swept params."""
-    params = test.get("params") or {}
-    swept = [k for k, v in params.items()
-             if isinstance(v, list) or (k in SIZE_PARAMS and isinstance(v, str) and ".." in v)]
-    return tuple(dict.fromkeys([*ROW_LABELS, *swept]))
+    """Case-defining labels of a test (from the run's suite snapshot); see ``results.cases``."""
+    return test_case_keys(test)
 
 
 def record_hosts(rec: Mapping[str, Any]) -> tuple[str, ...]:

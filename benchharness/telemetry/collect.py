@@ -31,10 +31,13 @@ class Runner(Protocol):
     down: dict[str, str]
 
     def transport(self, host: Host) -> Transport: ...
+    def step_limit_s(self, step: Step) -> float: ...
     def track(self, proc: Process) -> None: ...
     def untrack(self, proc: Process) -> None: ...
 
 PAIR_PATTERNS = ("pairs", "all-pairs", "ring", "self")
+SAMPLER_GRACE_S = 3.0
+"""The sampler's host-side limit runs this long past the step's time limit (as the tools' do)."""
 REMOTE_DIR = "/tmp/benchharness-telemetry"
 
 
@@ -158,8 +161,10 @@ class TelemetryObserver:
             path = self._paths.get(host.name)
             if path is None or host.name in runner.down:
                 continue
+            # The sampler ends by itself with the step's other host-side processes: it must not
+            # outlive a step whose controller lost the host (stdin then never closes).
             proc = runner.transport(host).start(sampler_argv(host, path, self.interval), stdin=True,
-                                                limit_s=3600)
+                                                limit_s=runner.step_limit_s(step) + SAMPLER_GRACE_S)
             runner.track(proc)
             started.append((host, proc))
         self._samplers[step.id] = started

@@ -32,6 +32,10 @@ def shell_exit_code(rc: int, stderr: str) -> int:
     return rc
 
 
+KILL_AFTER_S = 2
+"""Seconds between the host-side ``timeout``'s SIGTERM and its SIGKILL."""
+
+
 def wrap_command(argv: Sequence[str], env: Mapping[str, str] | None = None,
                  limit_s: float | None = None) -> str:
     """Shell command line that runs ``argv`` in a new session and reports its process group.
@@ -40,7 +44,7 @@ def wrap_command(argv: Sequence[str], env: Mapping[str, str] | None = None,
     """
     inner = ["setsid", "-w", "sh", "-c", _WRAPPER, "bench-step"]
     if limit_s:
-        inner += ["timeout", "-k", "5", f"{max(1, int(limit_s + 0.999))}"]
+        inner += ["timeout", "-k", str(KILL_AFTER_S), f"{max(1, int(limit_s + 0.999))}"]
     env_args = [f"{k}={v}" for k, v in (env or {}).items()]
     if env_args:
         inner += ["env", *env_args]

@@ -1,0 +1,30 @@
+"""pytest plugin: in CI a skip of a test with real parts is a failure (loaded by conftest.py)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+REAL_PARTS = ("lab", "browser", "slurm", "rdma_vm")
+"""Markers of the tests that use real parts (sshd, tools, Open MPI, Slurm, chromium, a VM)."""
+REQUIRE_REAL = "BENCH_TESTS_REQUIRE_REAL_PARTS"
+"""Set (by ``.ci/run``) where the README's set-up has installed everything: a skip of a test
+with real parts is then a failure, so that a green CI run means they ran. A skip whose reason
+starts with ``NOT_APPLICABLE`` (the machine is better than the test needs, e.g. a kernel that
+has the module whose absence the test shows) stays a skip."""
+NOT_APPLICABLE = "not applicable:"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
+    outcome = yield
+    report = outcome.get_result()
+    if not report.skipped or os.environ.get(REQUIRE_REAL) != "1":
+        return
+    marks = [m for m in REAL_PARTS if item.get_closest_marker(m)]
+    reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    if marks and not hasattr(report, "wasxfail") and NOT_APPLICABLE not in reason:
+        report.outcome = "failed"
+        report.longrepr = (f"{item.nodeid}: skipped although {REQUIRE_REAL}=1 "
+                           f"(marked {', '.join(marks)}): {reason}")
