@@ -308,6 +308,9 @@ class Probe:
         else:
             rec["firmware"] = info if not info["available"] else unavailable(info["stderr"].strip()[:200])
         rec["module"] = self.module(name) if not is_virtual else unavailable("virtual interface")
+        addr = self.run(["ip", "-o", "-4", "addr", "show", "dev", name]) if self.real else {}
+        rec["ipv4"] = (re.findall(r"\binet (\d+\.\d+\.\d+\.\d+)/", addr["stdout"])
+                       if addr.get("available") and addr.get("rc") == 0 else [])
         return rec
 
     def module(self, name: str) -> Dict[str, Any]:
