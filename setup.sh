@@ -9,6 +9,8 @@ packages=(
   iperf3 perftest ucx-utils openmpi-bin libopenmpi-dev numactl pciutils ethtool
   rdma-core ibverbs-utils python3-pyverbs infiniband-diags lm-sensors slurm-wlm munge
   chromium chromium-driver
+  # the soft-RoCE VM of the rdma_vm tests: qemu, and a kernel with rdma_rxe (Debian's has it as a module)
+  qemu-system-x86 linux-image-amd64
 )
 missing=()
 for p in "${packages[@]}"; do

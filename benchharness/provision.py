@@ -161,9 +161,18 @@ def parse_recap(doc: Mapping[str, Any]) -> tuple[dict[str, HostRecap], list[Task
     return hosts, failures, messages
 
 
+def _natural(name: str) -> tuple[tuple[int, int | str], ...]:
+    """Sort key that puts h2 before h10."""
+    return tuple((0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", name) if part)
+
+
 def failure_line(failures: Sequence[TaskFailure]) -> str:
-    """One line naming the first failing host and task, and how many other hosts failed (pure)."""
-    first = failures[0]
+    """One line naming the first failing host and task, and how many other hosts failed (pure).
+
+    Hosts run a task in parallel and fail in whatever order they finish: of those that failed
+    the first failing task, the first by name is named, so the same fault reads the same."""
+    same_task = [f for f in failures if f.task == failures[0].task]
+    first = min(same_task, key=lambda f: _natural(f.host))
     if first.unreachable:
         line = f"provision: {first.host} unreachable at task '{first.task}': {first.msg}"
     else:

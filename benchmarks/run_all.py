@@ -31,6 +31,7 @@ SCRIPTS: dict[str, tuple[list[str], list[str]]] = {
     "report": ([], []),
     "trend": ([], []),
     "plan_4096": ([], []),
+    "incast_start": ([], ["--hosts", "5"]),
 }
 
 

@@ -52,10 +52,10 @@ def _need_root() -> None:
 
 
 @contextlib.contextmanager
-def make_lab(name: str, hosts: int, shape: Mapping[str, str] | None = None) -> Iterator[LabInfo]:
+def make_lab(name: str, hosts: int, shape: Mapping[str, str] | None = None, rails: int = 0) -> Iterator[LabInfo]:
     """Bring up a lab of its own for one test and take it down afterwards (skips unless root)."""
     _need_root()
-    info = lab.lab_up(hosts, name=name, shape=shape, base_dir=LAB_BASE)
+    info = lab.lab_up(hosts, name=name, shape=shape, base_dir=LAB_BASE, rails=rails)
     try:
         yield info
     finally:

@@ -95,3 +95,21 @@ def test_sampler_output_parser_skips_a_cut_line() -> None:
     text = (FIXTURES / "parsers" / "sampler" / "eth0-two-lines-and-cut.jsonl").read_text()
     lines = parse_sampler_output(text)
     assert len(lines) == 2 and all(line["net"]["eth0"]["rx_bytes_per_s"] >= 0 for line in lines)
+
+
+def test_rdma_statistic_of_a_shared_rxe_device_seen_from_a_namespace() -> None:
+    """In a network namespace a shared-mode RDMA device has no hw_counters in sysfs; the sampler
+    reads ``rdma -j statistic show link`` instead (output captured in the soft-RoCE VM)."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "benchharness" / "telemetry"))
+    try:
+        import sampler
+    finally:
+        sys.path.pop(0)
+    text = (Path(__file__).parent / "fixtures" / "captured" / "soft-roce-vm" / "rdma-statistic-show-link-rxe0.json").read_text()
+    got = sampler.parse_rdma_statistic(text)
+    assert got["sent_pkts"] == 0 and got["rdma_recvs"] == 0 and len(got) == 15
+    assert "ifname" not in got and "port" not in got
+    nested = '[{"ifindex": 3, "ifname": "mlx5_0", "port": 1, "counters": {"rx_write_requests": 7}}]'
+    assert sampler.parse_rdma_statistic(nested) == {"rx_write_requests": 7}

@@ -89,6 +89,8 @@ def test_rxe_missing_reason_names_module_kernel_and_cause() -> None:
     reason = lab_rdma.rxe_missing_reason("6.18.44-x", NO_RDMA_CONFIG, False, False)
     assert reason is not None and "rdma_rxe" in reason and "6.18.44-x" in reason
     assert "CONFIG_INFINIBAND is not set" in reason and "\n" not in reason
+    # names the packages that bring the module on Debian and on Ubuntu
+    assert "linux-image-amd64" in reason and "linux-modules-extra-6.18.44-x" in reason
     rxe_m = "CONFIG_MODULES=y\nCONFIG_INFINIBAND=y\nCONFIG_RDMA_RXE=m\n"
     assert lab_rdma.rxe_missing_reason("6.1.0", rxe_m, False, True) is None
     assert "no rdma_rxe.ko" in (lab_rdma.rxe_missing_reason("6.1.0", rxe_m, False, False) or "")
@@ -260,6 +262,7 @@ def test_rdma_rxe_is_refused_on_this_kernel(lab_root: None, lab_base: Path) -> N
         lab.lab_up(2, name="trxe", rdma="rxe", base_dir=lab_base)
     message = str(err.value)
     assert "rdma_rxe" in message and platform.release() in message and "\n" not in message
+    assert "linux-image-amd64" in message and f"linux-modules-extra-{platform.release()}" in message
     assert not (lab_base / "trxe").exists() and not list(Path("/run/netns").glob("bh-trxe-*"))
     assert "bh-trxe" not in _links()
 

@@ -9,11 +9,14 @@ machine. Each fixture has its expected parse beside it (``*.expected.json``).
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from benchharness.core.errors import ToolFailure
+from benchharness.results import measures
 from benchharness.tools.nccl_parse import collective_name, parse_nccl_tests, strip_tags
 from benchharness.tools.nccl_tests import NCCL, RCCL
 
@@ -103,6 +106,28 @@ def test_wrong_elements_raise_not_numbers() -> None:
         parse("nccl-tests-2.15-alltoall-wrong.txt", "alltoall")
     assert info.value.kind == "wrong_results"
     assert "262144 wrong elements at 1048576 B in-place" in str(info.value)
+
+
+def test_wrong_rows_are_kept_flagged_with_their_figures_never_as_measurements() -> None:
+    with pytest.raises(ToolFailure) as info:
+        parse("nccl-tests-2.15-alltoall-wrong.txt", "alltoall")
+    rows = [r for r in info.value.records if r["kind"] != "footer"]
+    assert len(rows) == 6 and info.value.records[-1]["kind"] == "footer"
+    bad = [r for r in rows if r.get("valid") is False]
+    assert [(r["size_bytes"], r["placement"], r["wrong"], r["busbw_GBps"]) for r in bad] == [
+        (1048576, "in-place", 262144, 9.64), (16777216, "out-of-place", 17, 14.48)]
+    assert all(r["kind"] == "invalid" and "wrong elements" in r["invalid_reason"] for r in bad)
+    assert not any(measures.is_summary(r) for r in bad)
+    assert all(measures.is_summary(r) for r in rows if r not in bad)  # rows with 0 wrong stay measurements
+
+
+def test_bench_parse_prints_the_kept_rows_and_fails() -> None:
+    res = subprocess.run([sys.executable, "-m", "benchharness", "parse", "nccl-tests",
+                          str(FIXTURES / "nccl-tests-2.15-alltoall-wrong.txt")],
+                         capture_output=True, text=True, timeout=60, check=False)
+    assert res.returncode != 0 and "wrong_results" in res.stderr
+    kept = json.loads(res.stdout)
+    assert sum(1 for r in kept if r.get("valid") is False) == 2
 
 
 def test_old_error_column_is_a_delta_not_a_count() -> None:

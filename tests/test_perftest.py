@@ -367,3 +367,42 @@ def test_rows_printed_before_a_failure_are_kept_with_the_reason() -> None:
                _result(server, "", "", rc=None, stopped=True)]
     [rec] = ADAPTER.parse_step(step, results)
     assert rec["bw_avg_MBps_tool"] == 11030.45 and rec["tool_warning"] == "exit code 1"
+
+
+def test_real_rxe_clock_estimate_failure_is_its_own_kind() -> None:
+    """Captured in the soft-RoCE VM: perftest's CPU clock estimate failed, every figure is inf."""
+    from benchharness.tools.perftest_parse import parse_output as parse_rxe
+
+    text = (Path(__file__).parent / "fixtures" / "captured" / "soft-roce-vm" / "ib_send_lat-2B-clock-estimate-failed.txt").read_text()
+    with pytest.raises(ToolFailure) as err:
+        parse_rxe(text)
+    assert err.value.kind == "clock" and "r^2: 0.778721 < 0.9" in str(err.value)
+
+
+RXE = Path(__file__).parent / "fixtures" / "captured" / "soft-roce-vm"
+
+
+@pytest.mark.parametrize("name, test, size, metric", [
+    ("ib_write_bw-64K-D2.txt", "RDMA_Write BW", 65536, "bw_avg_gbps"),
+    ("ib_read_bw-64K-D2.txt", "RDMA_Read BW", 65536, "bw_avg_gbps"),
+    ("ib_send_bw-64K-D2.txt", "Send BW", 65536, "bw_avg_gbps"),
+    ("ib_write_bw-64K-n300-bidir-q2.txt", "RDMA_Write Bidirectional BW", 65536, "bw_avg_gbps"),
+    ("ib_write_bw-64K-D2-server.txt", "RDMA_Write BW", 65536, "bw_avg_gbps"),
+    ("ib_write_lat-2B-n1000.txt", "RDMA_Write Latency", 2, "lat_p99_us"),
+    ("ib_send_lat-2B-n1000.txt", "Send Latency", 2, "lat_p99_us"),
+    ("ib_read_lat-2B-n1000.txt", "RDMA_Read Latency", 2, "lat_p99_us"),
+])
+def test_real_rxe_outputs_parse(name: str, test: str, size: int, metric: str) -> None:
+    """Outputs of the soft-RoCE VM (tests/test_rdma_vm.py): rxe0, RoCE v2 GID 1, Ethernet link."""
+    from benchharness.tools.perftest_parse import parse_output as parse_rxe
+
+    text = (RXE / name).read_text()
+    assert test in text
+    (row,) = parse_rxe(text)
+    assert (row["size_bytes"], row["device"], row["gid_index"], row["link_type"]) == (size, "rxe0", 1, "Ethernet")
+    assert row[metric] > 0
+    if metric == "lat_p99_us":
+        assert row["iterations"] == 1000
+        assert 0 < row["lat_min_us"] <= row["lat_typical_us"] <= row["lat_p99_us"] <= row["lat_p999_us"]
+    else:
+        assert row["msg_rate_mpps"] > 0

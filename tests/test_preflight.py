@@ -159,3 +159,13 @@ def test_gpudirect_needs_nvidia_peermem_on_gpu_hosts_with_rdma(facts: dict[str, 
     assert facts["gpu-a"]["host"]["modules"] == ["nvidia_uvm", "nvidia", "mlx5_ib", "ib_uverbs"]
     # no GPUs: nothing to say
     assert not only(run_checks(facts, [Host("gpu-b", "10.0.0.2", vars=VARS)]), "gpudirect", "gpu-b")
+
+
+def test_gid_ip_names_the_address_a_shared_device_carries(facts: dict[str, dict[str, Any]]) -> None:
+    """A namespace (the lab's soft-RoCE layout) or container sees the root's GIDs: gid_ip says which."""
+    shared = Host("gpu-b", "10.0.0.2", data_ip="198.18.0.9", vars={**VARS, "gid_index": 3, "gid_ip": "198.18.0.2"})
+    (ok,) = only(run_checks(facts, [shared]), "gid_index", "gpu-b")
+    assert ok.status == "pass", ok.message
+    own = Host("gpu-b", "10.0.0.2", data_ip="198.18.0.9", vars={**VARS, "gid_index": 3})
+    (bad,) = only(run_checks(facts, [own]), "gid_index", "gpu-b")
+    assert bad.status == "fail" and "no RoCE v2 GID carries 198.18.0.9" in bad.message, bad.message

@@ -144,3 +144,59 @@ def test_tool_versions_across_hosts_name_the_odd_one_out() -> None:
 
     got = tool_versions({"h1": facts("6.06"), "h2": facts("6.06"), "h3": facts("5.9")})
     assert got == {"iperf3": "3.12", "perftest": "5.9 (h3); 6.06 (h1, h2)"}
+
+
+def test_pyverbs_attribute_names_of_debian_rdma_core(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Debian's python3-pyverbs (rdma-core 44) names the firmware ``fw_version``, not ``fw_ver``:
+    the probe once died on it and lost the whole RDMA section (seen in the soft-RoCE VM)."""
+    import types
+
+    sys.path.insert(0, str(PROBE.parent))
+    try:
+        import probe as probe_mod
+    finally:
+        sys.path.remove(str(PROBE.parent))
+
+    class Attr:  # the attributes rdma-core 44's DeviceAttr has (dir() in the VM), trimmed
+        fw_version, max_qp, phys_port_cnt = "0.0.0", 1048576, 1
+
+    class Ctx:
+        def __init__(self, name: str) -> None:
+            if name == "broken0":
+                raise OSError("Failed to open device broken0")
+
+        def __enter__(self) -> Ctx:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            return None
+
+        def query_device(self) -> Attr:
+            return Attr()
+
+        def query_port(self, port: int) -> Any:
+            return types.SimpleNamespace(state=4, active_mtu=3, max_mtu=5, link_layer=2)
+
+    device = types.ModuleType("pyverbs.device")
+    device.get_device_list = lambda: [types.SimpleNamespace(name=b"rxe0"),  # type: ignore[attr-defined]
+                                      types.SimpleNamespace(name=b"broken0")]
+    device.Context = Ctx  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "pyverbs", types.ModuleType("pyverbs"))
+    monkeypatch.setitem(sys.modules, "pyverbs.device", device)
+    out = probe_mod.Probe(commands=False).pyverbs()
+    assert out["available"] is True
+    assert out["devices"]["rxe0"] == {"fw_ver": "0.0.0", "max_qp": 1048576,
+                                      "ports": {"1": {"state": 4, "active_mtu": 1024, "max_mtu": 4096,
+                                                      "link_layer": 2}}}
+    assert out["devices"]["broken0"]["available"] is False
+    assert "Failed to open device broken0" in out["devices"]["broken0"]["reason"]
+
+
+def test_doctor_line_names_the_rdma_port_and_its_ipv4_gid() -> None:
+    """Probe facts of a lab host in the soft-RoCE VM (tests/fixtures/captured/soft-roce-vm/SOURCES)."""
+    from benchharness.telemetry.doctor import fact_line
+
+    facts = json.loads((Path(__file__).parent / "fixtures" / "captured" / "soft-roce-vm" / "probe-facts-h1.json").read_text())
+    line = fact_line("h1", facts)
+    assert "RDMA: rxe0/1 ACTIVE Ethernet, RoCE v2 GID 1 198.18.0.254; tools: perftest 6.06" in line
+    assert "RDMA:" not in fact_line("h1", {**facts, "rdma": {"available": False, "reason": "no RDMA"}})

@@ -81,6 +81,10 @@ def test_parse_recap_and_failure_line() -> None:
         "provision failed on h1 at task 'soft_roce : Check': soft-RoCE needs kernel module rdma_rxe"
         " (also failed: h2)")
     assert provision.failure_line(failures[1:]) == "provision: h2 unreachable at task 'Gathering Facts': no route"
+    # parallel hosts fail one task in any order: the same fault always names the same host
+    same = [TaskFailure(h, "soft_roce : Check", "no rdma_rxe") for h in ("h10", "h2", "h1")]
+    assert provision.failure_line(same) == provision.failure_line(same[::-1]) == (
+        "provision failed on h1 at task 'soft_roce : Check': no rdma_rxe (also failed: h10, h2)")
 
 
 # ansible-core 2.19 output, captured: a YAML error in a playbook, then an INI inventory that the

@@ -17,6 +17,7 @@ from benchharness import tools
 from benchharness.core.errors import ToolFailure
 from benchharness.core.model import Command, CommandResult, Host, Record, Step
 from benchharness.execution.runner import Runner
+from benchharness.results import measures
 from benchharness.results.store import RunDir
 
 LOCAL = Host("localhost", "127.0.0.1", local=True)
@@ -49,6 +50,9 @@ class EchoTool:
         client = next(r for r in results if r.command.role == "client")
         if client.rc != 0:
             raise ToolFailure("crashed", f"client exited {client.rc}: {client.stderr.strip()}")
+        if step.params.get("fail") == "wrong":  # the tool printed a row, flagged: kept with the failure
+            raise ToolFailure("wrong_results", "wrong data", records=[
+                {**r, "kind": "invalid", "valid": False} for r in self.parse_text(client.stdout)])
         return self.parse_text(client.stdout)
 
     def parse_text(self, text: str) -> list[Record]:
@@ -141,3 +145,12 @@ def test_sigterm_stops_every_process_and_keeps_what_was_measured(tmp_path) -> No
     out = os.popen("ps -eo pid,ppid,stat,args | grep -E 'sleep (59.7|29.7)' | grep -v grep").read()
     assert all(" Z" in line or "<defunct>" in line for line in out.splitlines()), out
     assert sys.exc_info() == (None, None, None)
+
+
+def test_rows_a_failure_keeps_are_stored_flagged_and_the_step_fails(tmp_path) -> None:
+    run = RunDir.create(tmp_path / "run")
+    result = Runner(FakePlan([[step(1, value=9, fail="wrong")]]), run).run()
+    assert [(o.status, o.kind, o.samples) for o in result.outcomes] == [("failed", "wrong_results", 1)]
+    (sample,) = run.samples()
+    assert sample["value_us"] == 9.0 and sample["valid"] is False and sample["step"] == "0001-echo"
+    assert not measures.is_summary(sample)

@@ -183,3 +183,22 @@ def test_real_tag_bw_between_two_processes_on_loopback() -> None:
     assert rec["bw_avg_gbps"] > 0 and rec["msg_rate_mpps"] > 0
     # bandwidth and message rate are two views of one measurement
     assert rec["bw_avg_MBps_tool"] * 2**20 / 65536 == pytest.approx(rec["msg_rate_mpps"] * 1e6, rel=0.01)
+
+
+RXE = Path(__file__).parent / "fixtures" / "captured" / "soft-roce-vm"
+
+
+def test_rxe_abort_is_classified_by_the_fatal_line_not_the_warning_before_it() -> None:
+    """ucx_perftest 1.13 over soft-RoCE in the VM: a WARN about 'dc', then UD wire-up aborts."""
+    text = (RXE / "ucx_perftest-tag_bw-rc-dc-rxe-ud-timeout.txt").read_text()
+    with pytest.raises(ToolFailure) as err:
+        parse_output(text)
+    assert err.value.kind == "fatal"
+    assert "UD endpoint" in str(err.value) and "unhandled timeout error" in str(err.value)
+
+
+def test_gid_index_of_the_inventory_reaches_ucx_over_verbs() -> None:
+    host = Host("h1", "198.18.0.1", vars={"rdma_dev": "rxe0", "rdma_port": 1, "gid_index": 1, "netdev": "eth0"})
+    assert ADAPTER.env({"tls": "auto"}, host) == {"UCX_TLS": "rc,dc,sm,self", "UCX_NET_DEVICES": "rxe0:1",
+                                                  "UCX_IB_GID_INDEX": "1"}
+    assert "UCX_IB_GID_INDEX" not in ADAPTER.env({"tls": "tcp"}, host)

@@ -328,7 +328,7 @@ def line_rate_share(df: pd.DataFrame, run_info: Mapping[str, Any],
         facts = runview.read_facts(run) if run is not None else {}
     rates = runview.line_rates(run_info, facts)
     out = df.copy()
-    host_cols = [c for c in ("server", "client", "host", "pair", "hosts") if c in out.columns]
+    host_cols = [c for c in ("endpoints", "server", "client", "host", "pair", "hosts") if c in out.columns]
     line_rate = np.full(len(out), np.nan)
     if rates and host_cols:
         known = list(rates)
@@ -338,7 +338,8 @@ def line_rate_share(df: pd.DataFrame, run_info: Mapping[str, Any],
         per_combo = np.full(len(combos), np.nan)
         for i, combo in enumerate(combos):
             names: set[str] = set()
-            for part in combo:
+            ends = combo[0] if host_cols[0] == "endpoints" and isinstance(combo[0], str) and combo[0] else None
+            for part in [ends] if ends else combo:  # per-rail rows: each NIC's own rate
                 if isinstance(part, (str, list | tuple)):
                     names.update(runview.split_hosts(part, known))
             found = [rates[h] for h in names if h in rates]

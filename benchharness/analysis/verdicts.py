@@ -17,6 +17,7 @@ without ``preflight: enforce`` gets no verdicts at all.
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ from benchharness.analysis.verdicts_history import regression_verdicts
 from benchharness.config.thresholds import Check, Threshold, format_sizes, parse_check, parse_policy
 from benchharness.core.errors import UsageError
 from benchharness.core.metrics import gbps_factor, higher_is_better, unit_of
-from benchharness.core.model import Record, Verdict
+from benchharness.core.model import Record, Verdict, endpoint, split_endpoint
 from benchharness.results import measures, runview
 from benchharness.results.catalog import Catalog
 from benchharness.results.measures import Unit
@@ -62,7 +63,7 @@ def _reference(op: str, th: Threshold, metric: str, unit: Unit, found: Sequence[
     if th.reference is None:
         return None, ""
     if th.reference == "line_rate":
-        rates = [ctx.rates.get(h) for h in unit.hosts]
+        rates = [ctx.rates.get(h) or ctx.rates.get(split_endpoint(h)[0]) for h in unit.hosts]
         factor = gbps_factor(metric) or 1.0
         if not rates or any(r is None for r in rates):
             return None, "line rate unknown"
@@ -131,7 +132,8 @@ def bound_verdicts(test: str, check: Check, op: str, th: Threshold, found: Seque
     judged, unknown = _judge(op, th, check, found, ctx, baseline)
     out: list[Verdict] = []
     if unknown and th.reference == "line_rate":
-        for host in sorted({h for u in unknown for h in u.hosts if h not in ctx.rates}):
+        for host in sorted({h for u in unknown for h in u.hosts
+                            if h not in ctx.rates and split_endpoint(h)[0] not in ctx.rates}):
             out.append(Verdict(name, "fail", f"{host}: no line rate known; set nic_line_rate_gbps in the "
                                f"inventory (or collect telemetry facts)", host=host, test=test))
     elif unknown and not judged:
@@ -250,6 +252,26 @@ def _nic_text(nic: Nic | None) -> str:
     return " · " + " ".join(p for p in parts if p)
 
 
+def _rollup(host: str, rail: str | None, mine: Sequence[Verdict], steps: int, pre: Sequence[str],
+            enforce: bool, nic: str) -> Verdict:
+    """The ``acceptance`` verdict of one host (``rail`` None) or of one of its NICs."""
+    who = endpoint(host, rail)
+    failed = [v for v in mine if v.status == "fail"]
+    pre_text = f"; preflight failed: {', '.join(pre)}" if pre else ""
+    if failed or steps or (pre and enforce):
+        names = "; ".join(dict.fromkeys(f"{v.test}: {v.check}" if v.test else v.check for v in failed))
+        text = f"{len(failed)} of {len(mine)} checks failed" + (f" ({names})" if names else "")
+        if steps:
+            text += f"; {steps} steps could not run"
+        return Verdict(ROLLUP, "fail", f"{who}: {text}{pre_text}{nic}", host=host, rail=rail)
+    if pre or any(v.status == "warn" for v in mine):
+        return Verdict(ROLLUP, "warn", f"{who}: passed {sum(v.status == 'pass' for v in mine)} checks "
+                       f"with warnings{pre_text}{nic}", host=host, rail=rail)
+    if mine:
+        return Verdict(ROLLUP, "pass", f"{who}: all {len(mine)} checks passed{nic}", host=host, rail=rail)
+    return Verdict(ROLLUP, "info", f"{who}: no check covered this host{nic}", host=host, rail=rail)
+
+
 def rollups(hosts: Sequence[str], verdicts: Sequence[Verdict], run: RunDir, nics: Mapping[str, Nic],
             preflight: Mapping[str, list[str]] | None = None, enforce: bool = False) -> list[Verdict]:
     """One ``acceptance`` verdict per host, then one for the run.
@@ -269,35 +291,34 @@ def rollups(hosts: Sequence[str], verdicts: Sequence[Verdict], run: RunDir, nics
     out = []
     for host in hosts:
         mine = [v for v in verdicts if v.host == host]
-        failed = [v for v in mine if v.status == "fail"]
-        nic = _nic_text(nics.get(host))
-        steps = step_failures.get(host, 0)
-        pre = preflight.get(host, [])
-        pre_text = f"; preflight failed: {', '.join(pre)}" if pre else ""
-        if failed or steps or (pre and enforce):
-            names = "; ".join(dict.fromkeys(f"{v.test}: {v.check}" if v.test else v.check for v in failed))
-            text = f"{len(failed)} of {len(mine)} checks failed" + (f" ({names})" if names else "")
-            if steps:
-                text += f"; {steps} steps could not run"
-            out.append(Verdict(ROLLUP, "fail", f"{host}: {text}{pre_text}{nic}", host=host))
-        elif pre or any(v.status == "warn" for v in mine):
-            out.append(Verdict(ROLLUP, "warn", f"{host}: passed {sum(v.status == 'pass' for v in mine)} checks "
-                               f"with warnings{pre_text}{nic}", host=host))
-        elif mine:
-            out.append(Verdict(ROLLUP, "pass", f"{host}: all {len(mine)} checks passed{nic}", host=host))
-        else:
-            out.append(Verdict(ROLLUP, "info", f"{host}: no check covered this host{nic}", host=host))
-    bad_hosts = [v.host for v in out if v.status == "fail" and v.host]
+        rails = sorted({v.rail for v in mine if v.rail}, key=lambda r: (len(r), r))
+        for rail in rails:  # a multi-rail host: one roll-up per NIC
+            out.append(_rollup(host, rail, [v for v in mine if v.rail == rail], 0, [], enforce,
+                               _nic_text(nics.get(endpoint(host, rail)) or nics.get(host))))
+        rest = [v for v in mine if not v.rail]
+        steps, pre = step_failures.get(host, 0), preflight.get(host, [])
+        if not rails or rest or steps or pre:
+            out.append(_rollup(host, None, rest, steps, pre, enforce, _nic_text(nics.get(host))))
+    bad_hosts = list(dict.fromkeys(endpoint(v.host, v.rail) for v in out if v.status == "fail" and v.host))
     run_level = [v for v in verdicts if v.host is None and v.status == "fail"]
     if bad_hosts or run_level:
         parts = [f"failed hosts: {', '.join(str(h) for h in bad_hosts)}"] if bad_hosts else []
         if run_level:
             parts.append(f"{len(run_level)} pair, group or run checks failed")
-        parts.append(f"{len(hosts) - len(bad_hosts)} of {len(hosts)} hosts passed")
+        failed_hosts = {split_endpoint(h)[0] for h in bad_hosts}
+        parts.append(f"{len(hosts) - len(failed_hosts)} of {len(hosts)} hosts passed")
         out.append(Verdict(ROLLUP, "fail", "; ".join(parts)))
     else:
         out.append(Verdict(ROLLUP, "pass", f"all {len(hosts)} hosts passed"))
     return out
+
+
+def per_rail(v: Verdict) -> Verdict:
+    """A verdict about an endpoint (``host = "h3.rail1"``) as host ``h3``, rail ``rail1``."""
+    if v.host is None or v.rail is not None:
+        return v
+    host, rail = split_endpoint(v.host)
+    return dataclasses.replace(v, host=host, rail=rail) if rail else v
 
 
 def evaluate(run_dir: RunDir, info: dict[str, Any]) -> list[Verdict]:
@@ -323,6 +344,7 @@ def evaluate(run_dir: RunDir, info: dict[str, Any]) -> list[Verdict]:
         mine = measures.test_records(records, str(test.get("name")))
         for raw in test.get("checks") or []:
             verdicts += check_verdicts(test, parse_check(raw), mine, ctx)
+    verdicts = [per_rail(v) for v in verdicts]
     if ctx._baseline is not None and ctx._baseline[0] is not None:
         info["baseline_run"] = ctx._baseline[0].path.name
     hosts = runview.run_host_names(info)
@@ -336,8 +358,8 @@ def summary_lines(verdicts: Sequence[Verdict]) -> list[str]:
     if not roll:
         return []
     run_level = next((v for v in roll if v.host is None), None)
-    failed = [v.host for v in roll if v.host and v.status == "fail"]
-    passed = [v.host for v in roll if v.host and v.status in ("pass", "warn")]
+    failed = [endpoint(v.host, v.rail) for v in roll if v.host and v.status == "fail"]
+    passed = [endpoint(v.host, v.rail) for v in roll if v.host and v.status in ("pass", "warn")]
     lines = [f"acceptance: {'FAIL' if run_level and run_level.status == 'fail' else 'PASS'}"
              f" ({sum(v.status == 'fail' for v in verdicts if v.check != ROLLUP)} failed checks of "
              f"{sum(1 for v in verdicts if v.check != ROLLUP)})"]

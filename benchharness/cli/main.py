@@ -227,6 +227,8 @@ def cmd_parse(ns: argparse.Namespace) -> int:
     try:
         data = parser(text)
     except ToolFailure as exc:
+        if exc.records:  # what the tool printed before failing, flagged: shown, and still an error
+            print(json.dumps(exc.records, indent=2, default=str))
         print(f"bench parse {ns.tool} {ns.file}: {exc.kind}: {exc.message}", file=sys.stderr)
         return exc.exit_code
     print(json.dumps(data, indent=2, default=str))
@@ -270,7 +272,7 @@ def cmd_provision(ns: argparse.Namespace) -> int:
 def cmd_lab(ns: argparse.Namespace) -> int:
     from benchharness.lab import control as lab
 
-    kv = parse_kv(ns.args, allowed=("hosts", "name", "shape", "rdma", "jump"))
+    kv = parse_kv(ns.args, allowed=("hosts", "name", "shape", "rdma", "jump", "rails"))
     name = kv.get("name")
     if ns.action == "up":
         try:
@@ -278,13 +280,19 @@ def cmd_lab(ns: argparse.Namespace) -> int:
         except ValueError as exc:
             raise UsageError(f"hosts= must be a number of hosts, got {kv['hosts']!r}") from exc
         try:
+            rails = int(kv.get("rails", "0"))
+        except ValueError as exc:
+            raise UsageError(f"rails= must be a number of NICs per host, got {kv['rails']!r}") from exc
+        try:
             shape = lab.parse_shape(kv["shape"]) if kv.get("shape") else None
         except ValueError as exc:
             raise UsageError(f"shape=: {exc}") from exc
         info = lab.lab_up(count, name=name or "lab", shape=shape, rdma=kv.get("rdma"),
-                          jump=kv.get("jump", "").lower() in ("1", "true", "yes"))
+                          jump=kv.get("jump", "").lower() in ("1", "true", "yes"), rails=rails)
         for h in info.hosts:
             print(f"{h.name}  {h.address}  netns={h.netns}{'  shaped ' + h.shape if h.shape else ''}")
+            for r in h.rails:
+                print(f"  {r['name']}  {r['netdev']}  {r['address']}{'  shaped ' + r['shape'] if r.get('shape') else ''}")
         print(info.inventory)
     elif ns.action == "status":
         rows = lab.lab_status(name)
@@ -370,7 +378,7 @@ def build_parser() -> argparse.ArgumentParser:
         "[check=true] [vars=k=v,k2=v2]\n\nSafe to run again: a second run changes nothing."
         ).add_argument("args", nargs="*", metavar="KEY=VALUE")
     p = add("lab", cmd_lab, "manage the loopback lab: network namespaces with real sshd (needs root)",
-            "arguments:\n  up hosts=N [name=lab] [shape=h2:2gbit] [rdma=rxe] [jump=true]\n  status [name=lab]\n  down [name=lab]\n\n"
+            "arguments:\n  up hosts=N [name=lab] [rails=R] [shape=h2:2gbit,h3.rail1:1gbit] [rdma=rxe] [jump=true]\n  status [name=lab]\n  down [name=lab]\n\n"
             "`bench lab up` prints the inventory path as its last line.")
     p.add_argument("action", choices=("up", "status", "down"))
     p.add_argument("args", nargs="*", metavar="KEY=VALUE")

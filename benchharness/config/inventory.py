@@ -7,6 +7,7 @@ Benchmark variables (``data_ip``, ``rdma_dev``, ``gpus`` ...) are validated per 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fnmatch
 import functools
 import io
@@ -20,8 +21,9 @@ from types import SimpleNamespace
 from typing import Any
 
 from benchharness.config.inventory_vars import connection_fields, validate_bench_vars
+from benchharness.config.rails import host_rails
 from benchharness.core.errors import ConfigError, UsageError
-from benchharness.core.model import Host
+from benchharness.core.model import Host, Rail
 
 INVENTORY_DIR = Path(__file__).resolve().parents[2] / "inventories"
 SUFFIXES = (".ini", ".yaml", ".yml")
@@ -108,6 +110,7 @@ class Inventory:
             "proxy_command": h.proxy_command, "ssh_config": h.ssh.get("config_file"),
             "strict_host_keys": h.strict_host_keys, "local": h.local, "data_ip": h.data_ip,
             "groups": list(h.groups), "vars": redact(h.vars),
+            **({"rails": [rail_dict(r) for r in h.rails]} if h.rails else {}),
         } for h in self.hosts]
         return {"source": str(self.source) if self.source else None, "hosts": hosts,
                 "groups": {g: list(m) for g, m in self.groups.items()}}
@@ -141,6 +144,14 @@ class Inventory:
 
     def _label(self) -> str:
         return f"inventory {self.source}" if self.source else "the local inventory"
+
+
+def rail_dict(rail: Rail) -> dict[str, Any]:
+    """One rail as run.json stores it (``name`` added, empty fields left out)."""
+    out = {"name": rail.name, **{k: v for k, v in dataclasses.asdict(rail).items() if v not in (None, ())}}
+    if rail.nearest_gpus:
+        out["nearest_gpus"] = list(rail.nearest_gpus)
+    return out
 
 
 def redact(value: Any) -> Any:
@@ -461,6 +472,9 @@ def _yaml_key_line(path: Path, key: str, parent: str | None) -> int | None:
 def _build_host(name: str, raw: Mapping[str, Any], magic: set[str], inventory: Path) -> Host:
     ans = _ansible()
     origins = {k: ans.origin_of(v) for k, v in raw.items()}
+    if isinstance(raw.get("rails"), list):  # each NIC of a YAML rails: list has its own line
+        origins.update({f"rails[{i}]": ans.origin_of(item) or origins.get("rails")
+                        for i, item in enumerate(raw["rails"])})
 
     def where(var: str) -> tuple[str, int | None]:
         origin = origins.get(var)
@@ -471,8 +485,9 @@ def _build_host(name: str, raw: Mapping[str, Any], magic: set[str], inventory: P
     groups = tuple(str(g) for g in raw.get("group_names", ()))
     values = {str(k): _plain(v) for k, v in raw.items() if k not in magic}
     base = inventory if inventory.is_dir() else inventory.parent
+    values, rails, _auto = host_rails(name, values, where)
     values = validate_bench_vars(name, values, where)
-    return Host(name=name, groups=groups, vars=values, data_ip=values.get("data_ip"),
+    return Host(name=name, groups=groups, vars=values, data_ip=values.get("data_ip"), rails=rails,
                 **connection_fields(name, values, base, where))
 
 

@@ -65,6 +65,7 @@ BENCH_VARS: dict[str, tuple[Callable[[Any], Any], Callable[[Any], bool], str]] =
     "rdma_dev": (_to_str, bool, "an RDMA device name (e.g. mlx5_0)"),
     "rdma_port": (_to_int, lambda x: x >= 1, "an integer >= 1"),
     "gid_index": (_to_int, lambda x: x >= 0, "an integer >= 0"),
+    "gid_ip": (_to_ip, bool, "an IP address"),
     "nic_model": (_to_str, bool, "a string"),
     "nic_firmware": (_to_str, bool, "a string"),
     "nic_serial": (_to_str, bool, "a string"),

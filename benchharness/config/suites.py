@@ -51,7 +51,12 @@ ISOLATION_SETTINGS = ("isolate", "isolation_bw_share", "isolation_lat_factor")
 #: Settings that belong to the planner and never flow into tool parameters.
 _PLANNER_SETTINGS = {"repeat", "base_port", "telemetry", "telemetry_interval", "preflight"}
 TOP_KEYS = ("description", "settings", "tests", "verdicts")
-TEST_KEYS = ("name", "tool", "hosts", "pattern", "pairs", "sweep", "repeat", "params", "checks")
+TEST_KEYS = ("name", "tool", "hosts", "pattern", "pairs", "sweep", "repeat", "params", "checks", "rails")
+#: ``rails:`` of a pair-tool test: aligned (rail i <-> rail i, all rails at once), each (one rail
+#: at a time), cross (rail i <-> rail j, i != j, one combination at a time).
+RAIL_MODES = ("aligned", "each", "cross")
+#: Patterns that run per rail when a test sets ``rails:``.
+RAIL_PATTERNS = ("pairs", "all-pairs", "ring", "self", "incast", "one-to-many")
 #: "Line" of a value that came from the command line rather than the file.
 CMDLINE = -1
 
@@ -75,6 +80,8 @@ class TestSpec:
     lines: Mapping[str, int] = field(default_factory=dict, compare=False)
     #: Pass/fail checks (``benchharness.config.thresholds``), validated, as plain data.
     checks: tuple[dict[str, Any], ...] = ()
+    #: How the test uses each host's NICs (RAIL_MODES); None: the host's first NIC, as before.
+    rails: str | None = None
 
 
 @dataclass(frozen=True)
@@ -483,8 +490,15 @@ def _finish(check: _Checker, d: _Draft, settings: Mapping[str, Any], setting_lin
                 check.fail(f"{what}: sweep: zip needs lists of one length; {first} has "
                            f"{len(axes[first])} values, {key} has {len(values)}", lines[f"params.{key}"])
     repeat = d.repeat if d.repeat is not None else int(settings["repeat"])
+    rails = None
+    if data.get("rails") is not None:
+        rails = check.string(data, "rails", what, "aligned")
+        check.choice(rails, RAIL_MODES, f"{what}: rails", lines.get("rails"))
+        if pattern not in RAIL_PATTERNS:
+            check.fail(f"{what}: rails: {rails} needs a pair pattern ({', '.join(RAIL_PATTERNS)}), "
+                       f"not {pattern}", lines.get("rails"))
     spec = TestSpec(d.name, adapter.name, hosts, pattern, sweep, repeat, dict(d.params), data.line,
-                    pairs, lines, _checks(check, data, what))
+                    pairs, lines, _checks(check, data, what), rails)
     cases = expand_cases(spec)
     for case in cases:
         try:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 EXIT_OK = 0
 EXIT_VERDICT_FAILED = 1
 EXIT_USAGE = 2
@@ -62,14 +64,17 @@ class ToolFailure(BenchError):
     """A tool ran but reported an error, crashed, or printed nothing usable.
 
     `kind` is a short stable classification (e.g. ``no_device``, ``connect_failed``,
-    ``tool_missing``, ``crashed``) that reports and tests can rely on.
+    ``tool_missing``, ``crashed``) that reports and tests can rely on. ``records`` are rows the
+    tool did print (wrong results flagged ``kind: invalid``): the runner stores them with the
+    failed step, so what was measured is kept without ever counting as a passing value.
     """
 
     exit_code = EXIT_STEPS_FAILED
 
-    def __init__(self, kind: str, message: str) -> None:
+    def __init__(self, kind: str, message: str, records: list[dict[str, Any]] | None = None) -> None:
         super().__init__(message)
         self.kind = kind
+        self.records: list[dict[str, Any]] = list(records or [])
 
 
 class StorageError(BenchError):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +33,29 @@ class Rail:
     def name(self) -> str:
         """``rail<i>``, as samples, reports and verdicts name it."""
         return f"rail{self.index}"
+
+    @property
+    def nearest_gpu(self) -> int | None:
+        """The GPU that work on this NIC should use (the first of ``nearest_gpus``), None if unknown."""
+        return self.nearest_gpus[0] if self.nearest_gpus else None
+
+
+#: Host variables that describe one NIC; a rail view of a host (``Host.on_rail``) sets them all.
+RAIL_VARS = ("netdev", "rdma_dev", "rdma_port", "gid_index", "numa_node", "nic_line_rate_gbps", "nic_serial")
+#: Separator of host and rail in an endpoint name (``gpu01.rail3``), as findings name a NIC.
+ENDPOINT_SEP = "."
+_ENDPOINT_RE = re.compile(r"^(.+)\.(rail\d+)$")
+
+
+def endpoint(host: str, rail: str | None) -> str:
+    """``gpu01.rail3``: one NIC of one host, as verdicts, isolation and JUnit name it (no rail: the host)."""
+    return f"{host}{ENDPOINT_SEP}{rail}" if rail else host
+
+
+def split_endpoint(name: str) -> tuple[str, str | None]:
+    """``"gpu01.rail3"`` -> ``("gpu01", "rail3")``; a plain host name -> ``(name, None)``."""
+    m = _ENDPOINT_RE.match(name)
+    return (m.group(1), m.group(2)) if m else (name, None)
 
 
 def _int_or_none(value: Any) -> int | None:
@@ -89,6 +114,29 @@ class Host:
                      gid_index=_int_or_none(self.var("gid_index")), numa_node=_int_or_none(self.var("numa_node")),
                      line_rate_gbps=_float_or_none(self.var("nic_line_rate_gbps")),
                      serial=self.var("nic_serial")),)
+
+    def on_rail(self, rail: Rail) -> Host:
+        """This host as seen by a tool on one rail: that NIC's address and variables, ``rail`` var set.
+
+        Tool adapters read ``traffic_ip`` and ``var("rdma_dev")`` ...; on a rail view those are
+        the rail's, so every pair tool runs per rail unchanged.
+        """
+        port = rail.rdma_port if self.rails or self.var("rdma_port") is not None else None
+        values = {"netdev": rail.netdev, "rdma_dev": rail.rdma_dev, "rdma_port": port,
+                  "gid_index": rail.gid_index, "numa_node": rail.numa_node,
+                  "nic_line_rate_gbps": rail.line_rate_gbps or self.var("nic_line_rate_gbps"),
+                  "nic_serial": rail.serial or (None if self.rails else self.var("nic_serial"))}
+        merged = {**{k: v for k, v in self.vars.items() if k not in values}, "rail": rail.name}
+        merged.update({k: v for k, v in values.items() if v is not None})  # unset: tools' defaults
+        if rail.nearest_gpus:
+            merged["nearest_gpus"] = list(rail.nearest_gpus)
+        return dataclasses.replace(self, data_ip=rail.data_ip or self.data_ip, vars=merged, rails=(rail,))
+
+    @property
+    def rail(self) -> str | None:
+        """The rail a rail view stands for (``rail2``), None for the whole host."""
+        value = self.var("rail")
+        return str(value) if value else None
 
 
 @dataclass(frozen=True)
@@ -170,3 +218,5 @@ class Verdict:
     test: str | None = None
     value: float | None = None
     limit: float | None = None
+    #: The host's NIC the verdict is about (``rail1``), None for the host as a whole.
+    rail: str | None = None

@@ -21,6 +21,17 @@ def as_list(value: Any) -> list[str]:
     return [str(value)]
 
 
+def gpu_indices(value: Any) -> list[int]:
+    """GPU indices from a ``gpus`` value: a count (``8`` means 0..7) or a list (``[0, 2]``, ``"0,2"``)."""
+    if value is None or value == "" or isinstance(value, bool):
+        return []
+    if isinstance(value, int):
+        return list(range(max(0, value)))
+    if isinstance(value, str) and "," not in value:
+        return list(range(max(0, int(value.strip())))) if value.strip().isdigit() else []
+    return [int(v) for v in as_list(value) if str(v).strip().isdigit()]
+
+
 def argv_list(value: Any, what: str) -> list[str]:
     """Command-line options as an argv list (``extra_args``, ``slurm_args``).
 

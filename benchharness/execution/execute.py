@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import getpass
 import os
@@ -21,12 +22,26 @@ from benchharness.core.errors import (
     EXIT_STEPS_FAILED,
     EXIT_STORAGE,
     EXIT_VERDICT_FAILED,
+    ConfigError,
     StorageError,
     UsageError,
 )
 from benchharness.core.model import Verdict
 from benchharness.execution.events import StepEvent
 from benchharness.results.store import RunDir, find_run, new_run_id, redact_argv, results_root
+
+
+def _auto_rails(inventory: Any) -> Any:
+    """The inventory with the rails of ``rails=auto`` hosts discovered on them (probe over SSH)."""
+    from benchharness.telemetry.discover import discover
+
+    try:
+        hosts = discover(inventory.hosts)
+    except ValueError as exc:
+        raise ConfigError(str(exc), str(inventory.source) if inventory.source else None) from None
+    if hosts != inventory.hosts or any(a.rails != b.rails for a, b in zip(hosts, inventory.hosts, strict=True)):
+        inventory = dataclasses.replace(inventory, hosts=hosts)
+    return inventory
 
 
 def _now() -> str:
@@ -38,7 +53,8 @@ def _suite_snapshot(suite: Any) -> dict[str, Any]:
             "settings": dict(suite.settings),
             "tests": [{"name": t.name, "tool": t.tool, "pattern": t.pattern, "hosts": t.hosts,
                        "repeat": t.repeat, "params": dict(t.params),
-                       "checks": list(getattr(t, "checks", ()))} for t in suite.tests],
+                       "checks": list(getattr(t, "checks", ())),
+                       **({"rails": t.rails} if getattr(t, "rails", None) else {})} for t in suite.tests],
             "verdicts": getattr(suite, "verdicts", None)}
 
 
@@ -106,6 +122,7 @@ def open_session(suite_ref: str, hosts_ref: str | None, overrides: Mapping[str, 
 
     suite = load_suite(suite_ref, overrides)
     inventory = load_inventory(hosts_ref) if hosts_ref else local_inventory()
+    inventory = _auto_rails(inventory)
     chosen = launcher_name(launcher, inventory.hosts)
     plan = build_plan(suite, inventory.hosts, inventory=inventory, launcher=chosen)
     if not plan.steps:
@@ -212,6 +229,7 @@ def _finish(session: Session, observers: list[Any], result: Any, runner: Any, is
         "verdicts": [v.__dict__ for v in verdicts],
         "preflight": {s: sum(v.status == s for v in preflight) for s in ("fail", "warn", "info", "pass")},
         "down_hosts": runner.down,
+        "clock_offsets": {h: c.to_dict() for h, c in sorted(runner.clocks.items())},
         "ssh_retries": _ssh_retries(runner),
         "tool_versions": _tool_versions(observers),
         **({"isolation": iso.summary()} if iso else {}),
@@ -229,7 +247,8 @@ def _finish(session: Session, observers: list[Any], result: Any, runner: Any, is
                 echo(f"  preflight {v.status.upper()} {v.check}{' on ' + v.host if v.host else ''}: {v.message}")
     for v in verdicts:
         if v.status == "fail":
-            echo(f"  VERDICT FAIL {v.check}{' on ' + v.host if v.host else ''}: {v.message}")
+            who = f"{v.host}.{v.rail}" if v.host and v.rail else v.host
+            echo(f"  VERDICT FAIL {v.check}{' on ' + who if who else ''}: {v.message}")
     if iso and iso.confirmed:
         echo(f"  ISOLATION {'suspect ' + ', '.join(iso.suspects) if iso.suspects else 'no suspect'}: {iso.note}")
     if info["ssh_retries"]:

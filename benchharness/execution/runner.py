@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from benchharness.core.errors import ToolFailure, TransportError
 from benchharness.core.model import Command, CommandResult, Host, Record, Step
-from benchharness.execution import faults
+from benchharness.execution import clocks, faults
 from benchharness.execution.events import StepEvent
 from benchharness.results.store import RunDir
 from benchharness.tools import get_tool
@@ -110,6 +110,9 @@ class Runner:
         self.down_kinds: dict[str, str] = {}  # unreachable | auth_failed | host_key_changed | ...
         self._live: set[Process] = set()
         self._commands: dict[str, list[Command]] = {}
+        self._waits: dict[int, float] = {}
+        self.clocks: dict[str, clocks.ClockOffset] = {}
+        """Each host's clock offset, for clients that start at one agreed instant (``clocks``)."""
         self._lock = threading.Lock()
         self.stopping = threading.Event()
 
@@ -138,6 +141,30 @@ class Runner:
 
         with ThreadPoolExecutor(max_workers=min(self.max_connections, len(remote))) as pool:
             list(pool.map(connect, remote))
+        self.measure_clocks()
+
+    def measure_clocks(self) -> None:
+        """Every reachable host's clock offset; a host whose clock cannot be read (no GNU date)
+        gets none, and steps with it start their clients from the controller, one by one."""
+        hosts = [h for h in self.plan.hosts if h.name not in self.down]
+
+        def measure(host: Host) -> None:
+            def read() -> str:
+                rc, out, _, _ = self.transport(host).run(["date", "+%s.%N"], timeout=10)
+                if rc != 0:
+                    raise ValueError(out)
+                return out
+
+            try:
+                found = clocks.ClockOffset(0.0, 0.0) if host.local else clocks.measure_offset(read)
+            except (ValueError, IndexError, TransportError):
+                return
+            with self._lock:
+                self.clocks[host.name] = found
+
+        if hosts:
+            with ThreadPoolExecutor(max_workers=min(self.max_connections, len(hosts))) as pool:
+                list(pool.map(measure, hosts))
 
     # -- processes ---------------------------------------------------------------------------
     def track(self, proc: Process) -> None:
@@ -353,13 +380,15 @@ class Runner:
         if missing is not None:
             raise missing
         hung, crash = faults.timeout_note(results), faults.crash_note(results)
+        labels = step.sample_labels()
         try:
             records = adapter.parse_step(step, results)
         except ToolFailure as exc:
+            if exc.records:  # rows the tool printed, flagged (wrong results): kept, and the step fails
+                outcome.samples = self.run_dir.append_samples({**labels, **r} for r in exc.records)
             if hung or crash:
                 raise ToolFailure("timeout" if hung else "crashed", f"{hung or crash} ({exc.message})") from exc
             raise
-        labels = step.sample_labels()
         outcome.samples = self.run_dir.append_samples({**labels, **r} for r in records)
         if hung or crash:  # what it measured before it hung or died is kept, and the step fails
             raise ToolFailure("timeout" if hung else "crashed",
@@ -368,7 +397,12 @@ class Runner:
             raise ToolFailure("no_result", f"{step.id}: the tool ran but produced no samples")
 
     def _start_clients(self, commands: list[Command]) -> list[tuple[Command, Process]]:
-        """Start clients in order of ``start_delay_s`` (stable), each at its offset from the first."""
+        """Start clients in order of ``start_delay_s`` (stable), each at its offset from the first.
+
+        Several clients whose hosts' clocks are known start at one agreed instant that each host
+        waits for itself (``clocks``); otherwise the controller starts them one after another."""
+        if len(commands) > 1 and all(c.host.name in self.clocks for c in commands):
+            return self._start_clients_together(commands)
         t0 = time.monotonic()
         started: list[tuple[Command, Process]] = []
         for cmd in sorted(commands, key=lambda c: c.start_delay_s):
@@ -377,6 +411,23 @@ class Runner:
             if self.stopping.is_set():
                 break
             started.append((cmd, self._start(cmd, limit_s=cmd.timeout_s + HOST_GRACE_S)))
+        return started
+
+    def _start_clients_together(self, commands: list[Command]) -> list[tuple[Command, Process]]:
+        lead = clocks.lead_time_s(len(commands), max(self.clocks[c.host.name].rtt_s for c in commands))
+        t0 = time.time() + lead
+        started: list[tuple[Command, Process]] = []
+        for cmd in sorted(commands, key=lambda c: c.start_delay_s):
+            if self.stopping.is_set():
+                break
+            at = t0 + cmd.start_delay_s + self.clocks[cmd.host.name].offset_s
+            limit = cmd.timeout_s + HOST_GRACE_S + lead + cmd.start_delay_s
+            proc = self.transport(cmd.host).start([*clocks.start_at_argv(at), *cmd.argv], cmd.env,
+                                                  limit_s=limit)
+            self.track(proc)
+            with self._lock:
+                self._waits[id(proc)] = lead + cmd.start_delay_s
+            started.append((cmd, proc))
         return started
 
     def _store(self, step: Step, results: list[CommandResult]) -> None:
@@ -389,7 +440,9 @@ class Runner:
         return proc
 
     def _finish(self, cmd: Command, proc: Process) -> CommandResult:
-        deadline = time.monotonic() + cmd.timeout_s
+        with self._lock:
+            waits = self._waits.pop(id(proc), 0.0)  # time it waits on its host for the agreed start
+        deadline = time.monotonic() + cmd.timeout_s + waits
         rc = None
         while time.monotonic() < deadline and not self.stopping.is_set():
             rc = proc.wait(min(0.5, max(0.01, deadline - time.monotonic())))
@@ -400,7 +453,11 @@ class Runner:
             proc.stop()
             rc = proc.wait(5.0)
         self.untrack(proc)
-        return CommandResult(cmd, rc, proc.stdout, proc.stderr, proc.started, time.time(),
+        host_start, stderr = clocks.split_start_mark(proc.stderr)
+        offset = self.clocks.get(cmd.host.name)
+        # A client that waited for the agreed instant started when its host says it did.
+        started = host_start - offset.offset_s if host_start is not None and offset else proc.started
+        return CommandResult(cmd, rc, proc.stdout, stderr, started, time.time(),
                              timed_out=timed_out, stopped=self.stopping.is_set() and not timed_out)
 
     def _stop_all(self, servers: list[tuple[Command, Process]]) -> list[CommandResult]:

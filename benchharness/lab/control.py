@@ -5,7 +5,10 @@ Root namespace: bridge ``bh-NAME`` holding the gateway .254, so the harness reac
 Host hN: namespace ``bh-NAME-hN`` with ``lo`` and ``eth0`` (.N/24, no default route: traffic
 never leaves the lab), the other end of eth0 being the bridge port ``bhIhN``; an sshd started
 under its own UTS namespace (hostname hN). Shaped hosts get a tbf qdisc on both ends of their
-veth. Files under ``<base>/NAME``: lab.json (state: exactly what was made), inventory.ini,
+veth. With ``rails=R`` every host also has one interface per rail (``eth1`` .. ``ethR``), rail k
+on a bridge ``bh<I>r<k>`` of its own and its own /24 of 198.18.0.0/15 (host hN is .N there too),
+like the NICs of a GPU node; ``shape=h3.rail1:1gbit`` shapes one rail of one host, ``h3:2gbit``
+every interface of h3. Files under ``<base>/NAME``: lab.json (state: exactly what was made), inventory.ini,
 known_hosts, id_ed25519 (client key), mpi-ssh (Open MPI rsh agent), hosts/hN/ (host key,
 sshd_config, sshd.pid, sshd.log). Functions print nothing; the CLI does.
 """
@@ -42,6 +45,7 @@ DEFAULT_BASE = Path("/run/benchharness/labs")
 LAB_NET = ipaddress.ip_network("198.18.0.0/15")
 GATEWAY = 254
 MAX_HOSTS = 200
+MAX_RAILS = 8
 SSHD = "/usr/sbin/sshd"
 SSHD_WAIT_S = 15.0
 NETNS_DIR = Path("/run/netns")
@@ -60,6 +64,8 @@ class LabHost:
     veth: str
     sshd_pid: int | None
     shape: str | None
+    #: One entry per rail: name, netdev, address, veth, shape.
+    rails: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass
@@ -76,19 +82,24 @@ class LabInfo:
     hosts: list[LabHost]
 
 
-def parse_shape(spec: str, hosts: int | None = None) -> dict[str, str]:
-    """``"h2:2gbit,h3:5gbit"`` -> ``{"h2": "2gbit", "h3": "5gbit"}``; ValueError on a bad spec.
+def parse_shape(spec: str, hosts: int | None = None, rails: int | None = None) -> dict[str, str]:
+    """``"h2:2gbit,h3.rail1:5gbit"`` -> ``{"h2": "2gbit", "h3.rail1": "5gbit"}``; ValueError on a bad spec.
 
-    With ``hosts``, a host beyond h1..h<hosts> is an error too.
+    ``hN`` shapes every interface of a host, ``hN.railK`` one rail of it. With ``hosts`` (and
+    ``rails``), a host beyond h1..h<hosts> (a rail beyond rail<rails-1>) is an error too.
     """
     shapes: dict[str, str] = {}
     for part in spec.split(","):
         host, sep, rate = part.strip().partition(":")
-        if not sep or not re.fullmatch(r"h[1-9]\d*", host):
-            raise ValueError(f"bad shape {part.strip()!r}: expected hN:RATE, e.g. h2:2gbit")
+        m = re.fullmatch(r"(h[1-9]\d*)(?:\.rail(\d+))?", host)
+        if not sep or not m:
+            raise ValueError(f"bad shape {part.strip()!r}: expected hN:RATE or hN.railK:RATE, e.g. h2:2gbit")
         parse_rate_gbps(rate)
-        if hosts is not None and int(host[1:]) > hosts:
-            raise ValueError(f"shape names unknown host {host}: the lab has h1..h{hosts}")
+        if hosts is not None and int(m.group(1)[1:]) > hosts:
+            raise ValueError(f"shape names unknown host {m.group(1)}: the lab has h1..h{hosts}")
+        if m.group(2) is not None and rails is not None and int(m.group(2)) >= rails:
+            raise ValueError(f"shape names unknown rail {host}: the lab has "
+                             + (f"rail0..rail{rails - 1}" if rails else "no rails (rails=N)"))
         if host in shapes:
             raise ValueError(f"shape names {host} twice")
         shapes[host] = rate.strip().lower()
@@ -146,8 +157,8 @@ def list_labs(base_dir: Path = DEFAULT_BASE) -> list[str]:
 
 def _info(state: Mapping[str, Any]) -> LabInfo:
     d = Path(state["dir"])
-    hosts = [LabHost(h["name"], h["netns"], h["address"], h["veth"], h.get("sshd_pid"), h.get("shape"))
-             for h in state["hosts"]]
+    hosts = [LabHost(h["name"], h["netns"], h["address"], h["veth"], h.get("sshd_pid"), h.get("shape"),
+                     tuple(h.get("rails") or ())) for h in state["hosts"]]
     return LabInfo(state["name"], d, d / "inventory.ini", d / "known_hosts", d / "id_ed25519",
                    state["subnet"], state["bridge"], hosts)
 
@@ -168,6 +179,7 @@ def _check_name(name: str) -> None:
 def _used_indexes(base_dir: Path) -> set[int]:
     states = [s for n in list_labs(base_dir) if (s := _load(base_dir, n))]
     used = {int(s["index"]) for s in states} | {i for s in states if (i := lab_jump.claimed_index(s)) is not None}
+    used |= {int(r["index"]) for s in states for r in s.get("rails") or []}
     out = _run("list root-namespace addresses", ["ip", "-4", "-o", "addr", "show"])
     for text in re.findall(r"inet (\d+\.\d+\.\d+\.\d+)/", out):
         addr = ipaddress.ip_address(text)
@@ -176,18 +188,31 @@ def _used_indexes(base_dir: Path) -> set[int]:
     return used
 
 
-def _plan(name: str, hosts: int, shapes: Mapping[str, str], base_dir: Path) -> dict[str, Any]:
+def _subnet(index: int) -> ipaddress.IPv4Network:
+    return ipaddress.ip_network((int(LAB_NET.network_address) + 256 * index, 24))  # type: ignore[return-value]
+
+
+def _plan(name: str, hosts: int, shapes: Mapping[str, str], base_dir: Path, rails: int = 0) -> dict[str, Any]:
     used = _used_indexes(base_dir)
-    index = next((i for i in range(LAB_NET.num_addresses // 256) if i not in used), None)
-    if index is None:
-        raise LabError(f"no free /24 left in {LAB_NET} for lab {name}")
-    subnet = ipaddress.ip_network((int(LAB_NET.network_address) + 256 * index, 24))
+    free = [i for i in range(LAB_NET.num_addresses // 256) if i not in used][:rails + 1]
+    if len(free) < rails + 1:
+        raise LabError(f"no {rails + 1} free /24s left in {LAB_NET} for lab {name}")
+    index, rail_indexes = free[0], free[1:]
+    subnet = _subnet(index)
     bridge = f"bh-{name}"
+    rail_nets: list[dict[str, Any]] = [{"name": f"rail{k}", "index": j, "subnet": str(_subnet(j)), "bridge": f"bh{index}r{k}",
+                  "gateway": str(_subnet(j)[GATEWAY])} for k, j in enumerate(rail_indexes)]
     host_list: list[dict[str, Any]] = [
         {"name": f"h{n}", "netns": f"bh-{name}-h{n}", "address": str(subnet[n]), "veth": f"bh{index}h{n}",
-         "shape": shapes.get(f"h{n}"), "sshd_pid": None, "rdma": {}}
+         "shape": shapes.get(f"h{n}"), "sshd_pid": None, "rdma": {},
+         "rails": [{"name": r["name"], "netdev": f"eth{k + 1}", "address": str(_subnet(r["index"])[n]),
+                    "veth": f"bh{index}h{n}r{k}", "bridge": r["bridge"],
+                    "shape": shapes.get(f"h{n}.{r['name']}") or shapes.get(f"h{n}")}
+                   for k, r in enumerate(rail_nets)]}
         for n in range(1, hosts + 1)]
     taken = [bridge] if (SYS_NET / bridge).exists() else []
+    taken += [r["bridge"] for r in rail_nets if (SYS_NET / r["bridge"]).exists()]
+    taken += [r["veth"] for h in host_list for r in h["rails"] if (SYS_NET / r["veth"]).exists()]
     taken += [h["netns"] for h in host_list if (NETNS_DIR / h["netns"]).exists()]
     taken += [h["veth"] for h in host_list if (SYS_NET / h["veth"]).exists()]
     if taken:
@@ -196,24 +221,30 @@ def _plan(name: str, hosts: int, shapes: Mapping[str, str], base_dir: Path) -> d
     return {"version": 1, "name": name, "index": index, "subnet": str(subnet),
             "gateway": str(subnet[GATEWAY]), "bridge": bridge, "dir": str(base_dir / name),
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "rdma": None, "rdma_devices": [],
-            "hosts": host_list}
+            "rails": rail_nets, "hosts": host_list}
 
 
 def lab_up(hosts: int, name: str = "lab", shape: Mapping[str, str] | None = None,
-           rdma: str | None = None, base_dir: Path = DEFAULT_BASE, jump: bool = False) -> LabInfo:
+           rdma: str | None = None, base_dir: Path = DEFAULT_BASE, jump: bool = False,
+           rails: int = 0) -> LabInfo:
     """Create lab ``name`` with hosts h1..h<hosts>; on any failure remove what was made.
 
     ``jump``: the hosts sit behind a jump host, on a network the controller cannot reach (lab/jump.py).
+    ``rails``: NICs per host besides the management one, each rail on its own bridge and /24.
     """
     if os.geteuid() != 0:
         raise LabError(_NOT_ROOT)
     _check_name(name)
     if not 1 <= hosts <= MAX_HOSTS:
         raise LabError(f"a lab has 1 to {MAX_HOSTS} hosts, not {hosts}")
+    if not 0 <= rails <= MAX_RAILS:
+        raise LabError(f"a lab host has 0 to {MAX_RAILS} rails, not {rails}")
     try:
-        shapes = parse_shape(",".join(f"{h}:{r}" for h, r in shape.items()), hosts) if shape else {}
+        shapes = parse_shape(",".join(f"{h}:{r}" for h, r in shape.items()), hosts, rails) if shape else {}
     except ValueError as exc:
         raise LabError(f"lab {name}: {exc}") from exc
+    if rails and (jump or rdma):
+        raise LabError(f"lab {name}: rails= does not combine with jump= or rdma=")
     if rdma not in (None, "rxe"):
         raise LabError(f"unknown rdma kind {rdma!r}: the lab knows only 'rxe' (soft-RoCE)")
     if jump and (rdma or shapes):
@@ -226,7 +257,7 @@ def lab_up(hosts: int, name: str = "lab", shape: Mapping[str, str] | None = None
     with _locked(base_dir):
         if (base_dir / name).exists():
             raise LabError(f"lab {name} is already up or left over (bench lab down {name})")
-        state = _plan(name, hosts, shapes, base_dir)
+        state = _plan(name, hosts, shapes, base_dir, rails)
         if jump:
             lab_jump.plan(state, _used_indexes(base_dir), LAB_NET)
         try:
@@ -255,6 +286,10 @@ def _build(state: dict[str, Any], rdma: str | None) -> None:
     _run("create bridge", ["ip", "link", "add", br, "type", "bridge"])
     _run("address bridge", ["ip", "addr", "add", f"{state['gateway']}/24", "dev", br])
     _run("bring up bridge", ["ip", "link", "set", br, "up"])
+    for rail in state.get("rails") or []:
+        _run(f"{rail['name']}: create bridge", ["ip", "link", "add", rail["bridge"], "type", "bridge"])
+        _run(f"{rail['name']}: address bridge", ["ip", "addr", "add", f"{rail['gateway']}/24", "dev", rail["bridge"]])
+        _run(f"{rail['name']}: bring up bridge", ["ip", "link", "set", rail["bridge"], "up"])
     if state.get("jump"):
         lab_jump.build(state, _run, _start_sshd, _wait_sshd)
     else:
@@ -296,6 +331,18 @@ def _make_host(bridge: str, host: Mapping[str, Any]) -> None:
                                                  *_tbf(host["shape"])])
         _run(f"{h}: shape traffic from the host", ["tc", "-n", ns, "qdisc", "replace", "dev", "eth0",
                                                    "root", *_tbf(host["shape"])])
+    for rail in host.get("rails") or []:
+        r, dev = f"{h}.{rail['name']}", rail["netdev"]
+        _run(f"{r}: create veth", ["ip", "link", "add", rail["veth"], "type", "veth", "peer", "name", dev,
+                                   "netns", ns])
+        _run(f"{r}: attach veth to bridge", ["ip", "link", "set", rail["veth"], "master", rail["bridge"], "up"])
+        _run(f"{r}: address {dev}", ["ip", "-n", ns, "addr", "add", f"{rail['address']}/24", "dev", dev])
+        _run(f"{r}: bring up {dev}", ["ip", "-n", ns, "link", "set", dev, "up"])
+        if rail.get("shape"):
+            _run(f"{r}: shape traffic to the rail", ["tc", "qdisc", "replace", "dev", rail["veth"], "root",
+                                                     *_tbf(rail["shape"])])
+            _run(f"{r}: shape traffic from the rail", ["tc", "-n", ns, "qdisc", "replace", "dev", dev,
+                                                       "root", *_tbf(rail["shape"])])
 
 
 def _start_sshd(d: Path, host: Mapping[str, Any]) -> None:
@@ -385,9 +432,13 @@ def _teardown(state: Mapping[str, Any], lab_dir: Path) -> list[str]:
         errors += _kill_netns(h["netns"])
     steps = [(SYS_NET / h["veth"], ["ip", "link", "del", h["veth"]]) for h in hosts
              if str(h.get("veth", "")).startswith("bh")]
+    steps += [(SYS_NET / r["veth"], ["ip", "link", "del", r["veth"]]) for h in hosts
+              for r in h.get("rails") or [] if str(r.get("veth", "")).startswith("bh")]
     steps += [(NETNS_DIR / h["netns"], ["ip", "netns", "del", h["netns"]]) for h in hosts]
     if str(state.get("bridge", "")).startswith("bh-"):
         steps.append((SYS_NET / state["bridge"], ["ip", "link", "del", state["bridge"]]))
+    steps += [(SYS_NET / r["bridge"], ["ip", "link", "del", r["bridge"]]) for r in state.get("rails") or []
+              if re.fullmatch(r"bh\d+r\d+", str(r.get("bridge", "")))]
     for path, argv in steps:
         if path.exists():
             try:
@@ -460,7 +511,10 @@ def lab_status(name: str | None = None, base_dir: Path = DEFAULT_BASE) -> list[d
             ns_exists = (NETNS_DIR / h.netns).exists()
             rows.append({"lab": lab, "host": h.name, "netns": h.netns, "address": h.address,
                          "ns_exists": ns_exists, "sshd_alive": ns_exists and _sshd_alive(h.sshd_pid, h.netns),
-                         "ssh_port_open": ns_exists and _ssh_banner(h.address, 0.5), "shape": h.shape})
+                         "ssh_port_open": ns_exists and _ssh_banner(h.address, 0.5), "shape": h.shape,
+                         **({"rails": ",".join(f"{r['name']}={r['netdev']}/{r['address']}"
+                                               + (f"@{r['shape']}" if r.get("shape") else "") for r in h.rails)}
+                            if h.rails else {})})
     return rows
 
 

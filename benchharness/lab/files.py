@@ -54,12 +54,25 @@ def render_inventory(state: Mapping[str, Any], python: str = sys.executable) -> 
     ssh_args = shlex.join(["-o", f"UserKnownHostsFile={d / 'known_hosts'}", "-o",
                            "StrictHostKeyChecking=yes", "-o", "IdentitiesOnly=yes"])
     lines = [f"# bench lab {state['name']}: {len(state['hosts'])} hosts in network namespaces on "
-             f"bridge {state['bridge']} ({state['subnet']})", "[lab]"]
+             f"bridge {state['bridge']} ({state['subnet']})"]
+    lines += [f"# {r['name']}: bridge {r['bridge']} ({r['subnet']})" for r in state.get("rails") or []]
+    lines.append("[lab]")
     for h in state["hosts"]:
         hvars = {"ansible_host": h["address"], "data_ip": h["address"], "netdev": "eth0",
                  "bench_netns": h["netns"]}
         if h.get("shape"):
             hvars |= {"nic_line_rate_gbps": f"{parse_rate_gbps(h['shape']):g}", "bench_shape": h["shape"]}
+        rails = h.get("rails") or []
+        if rails:  # one NIC per rail, parallel lists (rail i: the i-th item of each)
+            hvars |= {"netdev": ",".join(r["netdev"] for r in rails),
+                      "data_ip": ",".join(r["address"] for r in rails),
+                      # veths have no serial number: a made-up one per rail, so findings name one
+                      "nic_serial": ",".join(f"LAB-{h['name']}-{r['name']}" for r in rails)}
+            if any(r.get("shape") for r in rails):
+                hvars["nic_line_rate_gbps"] = ",".join(
+                    f"{parse_rate_gbps(r['shape']) if r.get('shape') else UNSHAPED_LINE_RATE_GBPS:g}" for r in rails)
+                hvars["bench_shape"] = h.get("shape") or ",".join(
+                    f"{r['name']}:{r['shape']}" for r in rails if r.get("shape"))
         hvars |= h.get("rdma") or {}
         lines.append(" ".join([h["name"], *(f"{k}={_ini(v)}" for k, v in hvars.items())]))
     gvars = {"ansible_user": "root", "ansible_ssh_private_key_file": _ini(d / "id_ed25519"),

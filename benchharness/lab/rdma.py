@@ -7,8 +7,8 @@ receives. The lab therefore picks one of two layouts from the kernel version:
 * ``shared`` (kernels older than 7.1): one rxe device ``rxe<lab index>`` bound to the lab's
   bridge in the root namespace, with RDMA in the default *shared* netns mode so every lab
   namespace sees it. Every host gets that device as ``rdma_dev`` and the GID index of the
-  bridge's IPv4 address; perftest's out-of-band exchange still goes over the host's own address,
-  and rxe carries the RDMA traffic over its loopback path. It exercises verbs, the tools and the
+  bridge's IPv4 address (which ``gid_ip`` names, for preflight); perftest's out-of-band exchange
+  still goes over the host's own address, and rxe carries the RDMA traffic over its loopback path. It exercises verbs, the tools and the
   harness end to end, but the bytes do not cross the hosts' veths, so shaping does not apply.
 * ``per-host`` (7.1 and newer, where rxe is namespace aware): one rxe device ``rxe<index>_h<N>``
   per host, created inside the host's namespace on its ``eth0``, so RDMA traffic crosses the
@@ -50,8 +50,10 @@ def rxe_missing_reason(release: str, config_text: str | None, module_loaded: boo
     if module_loaded:
         return None
     prefix = f"soft-RoCE needs kernel module {RXE_MODULE}, which kernel {release} does not have"
+    hint = ("; it comes with Debian's linux-image-amd64 kernel, with Ubuntu's "
+            f"linux-modules-extra-{release}, or any kernel built with CONFIG_RDMA_RXE")
     if config_text is None:
-        return None if module_file else f"{prefix} (no {RXE_MODULE}.ko under /lib/modules/{release})"
+        return None if module_file else f"{prefix} (no {RXE_MODULE}.ko under /lib/modules/{release}){hint}"
     rxe = _config_value(config_text, "CONFIG_RDMA_RXE")
     if rxe == "y":
         return None
@@ -65,7 +67,7 @@ def rxe_missing_reason(release: str, config_text: str | None, module_loaded: boo
         why = "CONFIG_RDMA_RXE=m but module loading is off"
     else:
         why = f"CONFIG_RDMA_RXE=m but no {RXE_MODULE}.ko under /lib/modules/{release}"
-    return f"{prefix} ({why}); use a kernel built with CONFIG_RDMA_RXE"
+    return f"{prefix} ({why}){hint}"
 
 
 def _kernel_config(release: str) -> str | None:
@@ -141,7 +143,8 @@ def setup_rxe(run: Runner, index: int, bridge: str, gateway: str,
         made.append(dev)
         gid = find_gid_index(dev, gateway)
         for name, _netns, _address in hosts:
-            host_vars[name] = {"rdma_dev": dev, "rdma_port": 1, "gid_index": gid}
+            # gid_ip: the GID carries the bridge's address, not the host's (preflight checks it)
+            host_vars[name] = {"rdma_dev": dev, "rdma_port": 1, "gid_index": gid, "gid_ip": gateway}
         return host_vars
     for name, netns, address in hosts:
         dev = f"rxe{index}_{name}"

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from benchharness.core.model import Record, Step
+from benchharness.core.model import Record, Step, endpoint, split_endpoint
 from benchharness.planning import schedule
 
 if TYPE_CHECKING:
@@ -79,9 +79,13 @@ def _r(value: float | None) -> float | None:
 
 
 def pair_of(record: Mapping[str, Any]) -> Pair | None:
-    """The two hosts of a pair sample, sorted (a pair is measured in one orientation only)."""
+    """The two hosts of a pair sample, sorted (a pair is measured in one orientation only); for
+    per-rail steps the two endpoints (``h1.rail0``, ``h2.rail0``)."""
     a, b = record.get("server"), record.get("client")
-    if a is None or b is None:
+    ends = str(record.get("endpoints") or "").split(",")
+    if len(ends) == 2 and all(ends):
+        a, b = ends
+    elif a is None or b is None:
         hosts = str(record.get("hosts") or "").split(",")
         if len(hosts) != 2:
             return None
@@ -210,7 +214,7 @@ def retest_plan(plan: Plan, flagged: Iterable[tuple[str, Pair]]) -> Plan:
     wanted = set(flagged)
     originals: dict[tuple[str, tuple[tuple[str, str], ...]], list[Step]] = {}
     for step in plan.steps:
-        names = tuple(sorted(h.name for h in step.hosts))
+        names = tuple(sorted(endpoint(h.name, h.rail) for h in step.hosts))
         if step.pattern != PATTERN or step.repetition != 0 or len(names) != 2:
             continue
         if (step.test, (names[0], names[1])) in wanted:
@@ -219,15 +223,32 @@ def retest_plan(plan: Plan, flagged: Iterable[tuple[str, Pair]]) -> Plan:
     base_port = int(plan.suite.settings["base_port"])
     rounds: list[list[Step]] = []
     for steps in originals.values():
-        by_hosts = {tuple(s.hosts): s for s in steps}
-        for group in schedule.pack_rounds([tuple(s.hosts) for s in steps]):
+        by_hosts = {_ends(s): s for s in steps}
+        for group in schedule.pack_rounds([_ends(s) for s in steps]):
             number = len(plan.rounds) + len(rounds)
             rounds.append([dataclasses.replace(
                 by_hosts[hosts], id=by_hosts[hosts].id + RETEST_SUFFIX, round=number,
                 port=base_port + i, labels={**by_hosts[hosts].labels, "retest": True})
                 for i, hosts in enumerate(group)])
-    used = {h for r in rounds for s in r for h in s.hosts}
-    return Plan(plan.suite, rounds, [h for h in plan.hosts if h in used], plan.launcher)
+    used = {h.name for r in rounds for s in r for h in s.hosts}
+    return Plan(plan.suite, rounds, [h for h in plan.hosts if h.name in used], plan.launcher)
+
+
+def _ends(step: Step) -> tuple[str, ...]:
+    """A step's endpoints (``h1.rail0``; plain host names without rails): what packs into rounds."""
+    return tuple(endpoint(h.name, h.rail) for h in step.hosts)
+
+
+def nic_serials(plan: Plan) -> dict[str, str]:
+    """Endpoint (``h3.rail1``) or host -> NIC serial, from the inventory (rails, ``nic_serial``)."""
+    out: dict[str, str] = {}
+    for host in plan.hosts:
+        for rail in host.rails:
+            if rail.serial:
+                out[endpoint(host.name, rail.name)] = rail.serial
+        if host.var("nic_serial") and not host.rails:
+            out[host.name] = str(host.var("nic_serial"))
+    return out
 
 
 class _Runner(Protocol):
@@ -250,11 +271,14 @@ class Isolation:
     interrupted: bool = False
     #: How each retest step ended (the retest Runner's StepOutcomes).
     outcomes: list[Any] = field(default_factory=list)
+    #: Suspect (host, or host.rail) -> its NIC's serial number, where the inventory knows it.
+    serials: dict[str, str] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
         """The line stored in run.json."""
         return {"bad_pairs": sorted(list(p) for p in {s.pair for s in self.confirmed}),
                 "suspects": self.suspects,
+                "suspect_nics": [self.nic(s) for s in self.suspects],
                 "note": self.note, "flagged": len(self.flagged), "pairs": len(self.scores)}
 
     def as_dict(self) -> dict[str, Any]:
@@ -272,6 +296,11 @@ class Isolation:
         return {"bw_share": self.bw_share, "lat_factor": self.lat_factor, **self.summary(),
                 "retest_steps": self.retest_steps, "interrupted": self.interrupted, "pair_scores": pairs}
 
+    def nic(self, suspect: str) -> dict[str, str | None]:
+        """A suspect as host, rail and NIC serial (None where unknown)."""
+        host, rail = split_endpoint(suspect)
+        return {"host": host, "rail": rail, "serial": self.serials.get(suspect)}
+
     def lines(self) -> list[str]:
         """Console lines."""
         if not self.scores:
@@ -285,6 +314,11 @@ class Isolation:
                        + (f", retest {_share_text(again)}" if again else ""))
         if self.suspects:
             out.append(f"isolation: SUSPECT {', '.join(self.suspects)}: {self.note}")
+            for who in self.suspects:
+                if who in self.serials or split_endpoint(who)[1]:
+                    nic = self.nic(who)
+                    out.append(f"  suspect NIC: host {nic['host']}" + (f", {nic['rail']}" if nic["rail"] else "")
+                               + (f", serial {nic['serial']}" if nic["serial"] else ""))
         elif self.confirmed:
             out.append(f"isolation: no suspect named: {self.note}")
         return out
@@ -331,6 +365,8 @@ def isolate(plan: Plan, run_dir: RunDir, make_runner: Callable[[Plan], _Runner],
         result.confirmed = [s for s in result.flagged
                             if (s.test, s.pair) in again and again[(s.test, s.pair)].bad(bw_share, lat_factor)]
         result.suspects, result.note = name_suspects(s.pair for s in result.confirmed)
+        serials = nic_serials(plan)
+        result.serials = {s: serials[s] for s in result.suspects if s in serials}
     run_dir.write_json("isolation.json", result.as_dict())
     for line in result.lines():
         echo(line)

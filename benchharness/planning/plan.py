@@ -20,6 +20,7 @@ from benchharness.core.model import Host, Step
 from benchharness.core.units import parse_size
 from benchharness.core.values import SIZE_PARAMS
 from benchharness.planning import schedule
+from benchharness.planning.rails import rail_labels, rail_rounds
 
 #: Patterns whose steps are (server, client) pairs.
 PAIR_PATTERNS = ("pairs", "all-pairs", "ring", "self")
@@ -63,6 +64,8 @@ def build_plan(suite: Suite, hosts: Sequence[Host], inventory: HostSelector | No
     for test in suite.tests:
         members = _members(suite, test, hosts, inventory)
         rounds = _rounds(suite, test, members)
+        if test.rails:
+            rounds = rail_rounds(rounds, test.rails)
         cases = expand_cases(test)
         for rep in range(test.repeat):
             for case in cases:
@@ -71,7 +74,7 @@ def build_plan(suite: Suite, hosts: Sequence[Host], inventory: HostSelector | No
     width = max(4, len(str(max(total - 1, 0))))
 
     plan_rounds: list[list[Step]] = []
-    used: set[Host] = set()
+    used: set[str] = set()
     index = 0
     for test, rep, case, rounds in drafts:
         for groups in rounds:
@@ -84,11 +87,11 @@ def build_plan(suite: Suite, hosts: Sequence[Host], inventory: HostSelector | No
                           f"{len(plan_rounds)} ({port + reserved - 1 - base_port + 1} needed)",
                           suite.setting_lines.get("base_port"))
                 steps.append(_step(test, rep, case, group, len(plan_rounds), port, index, width))
-                used.update(group)
+                used.update(h.name for h in group)
                 port += reserved
                 index += 1
             plan_rounds.append(steps)
-    return Plan(suite, plan_rounds, [h for h in hosts if h in used], launcher)
+    return Plan(suite, plan_rounds, [h for h in hosts if h.name in used], launcher)
 
 
 def _fail(suite: Suite, message: str, line: int | None) -> NoReturn:
@@ -185,6 +188,9 @@ def _step(test: TestSpec, rep: int, case: dict[str, Any], group: tuple[Host, ...
     labels: dict[str, Any] = {**case, "hosts": ",".join(names)}
     if test.pattern in PAIR_PATTERNS and len(group) == 2:
         labels["pair"] = "-".join(names)
+    if test.rails and all(h.rail for h in group):
+        labels.update(rail_labels(group))
+        names = labels["endpoints"].split(",")
     for key in SIZE_PARAMS:
         if case.get(key) is not None:
             try:

@@ -1,7 +1,8 @@
 """JUnit XML of a run's verdicts, for Jenkins (junit step) and GitLab (artifacts:reports:junit).
 
 One ``<testsuite>`` per host (its checks, and steps that could not run on it as errors), one for
-checks that belong to no single host (pairs, groups, regressions, the run's roll-up). One
+checks that belong to no single host; a check of one NIC of a multi-rail host is a testcase of
+its own, named and classed by the rail (``rail1: tcp: bw_avg_gbps >= ...``, ``suite.h3.rail1``) (pairs, groups, regressions, the run's roll-up). One
 ``<testcase>`` per check: ``fail`` → ``<failure>``, ``warn`` → passes with the warning in
 ``<system-out>``, ``info`` → ``<skipped>``. Read from the run directory only, so an old run can
 be exported again (``write_junit``).
@@ -69,9 +70,10 @@ def junit_xml(info: Mapping[str, Any], steps: Sequence[Mapping[str, Any]] = (),
                 ET.SubElement(props, "property", name=key, value=_clean(value))
         counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
         for v in mine:
-            test = _clean(v.get("test"))
-            case = ET.SubElement(ts, "testcase", classname=name, time="0",
-                                 name=f"{test}: {_clean(v.get('check'))}" if test else _clean(v.get("check")))
+            test, rail = _clean(v.get("test")), _clean(v.get("rail"))
+            label = f"{test}: {_clean(v.get('check'))}" if test else _clean(v.get("check"))
+            case = ET.SubElement(ts, "testcase", classname=f"{name}.{rail}" if rail else name, time="0",
+                                 name=f"{rail}: {label}" if rail else label)
             status = str(v.get("status"))
             counts["tests"] += 1
             if status == "fail":

@@ -288,6 +288,10 @@ def _heatmap(df: pd.DataFrame) -> dict[str, Any] | None:
         biggest = rows["size_bytes"].max()
         rows = rows[rows["size_bytes"] == biggest]
         title += f" at {format_size(int(biggest))}"
+    if "server_rail" in rows and rows["server_rail"].notna().any():  # per-rail steps: a cell per NIC pair
+        rows = rows.assign(server=rows["server"].astype(str) + "." + rows["server_rail"].fillna("").astype(str),
+                           client=rows["client"].astype(str) + "." + rows["client_rail"].fillna("").astype(str))
+        title += ", per rail"
     med = rows.groupby(["server", "client"])[metric].median()
     servers = sorted({str(s) for s, _ in med.index})
     clients = sorted({str(c) for _, c in med.index})

@@ -53,8 +53,9 @@ def swept_keys(test: Mapping[str, Any]) -> tuple[str, ...]:
 
 
 def record_hosts(rec: Mapping[str, Any]) -> tuple[str, ...]:
-    """The hosts a sample measured, sorted: the ``hosts`` label, else server/client/host."""
-    hosts = rec.get("hosts")
+    """The hosts a sample measured, sorted: its ``endpoints`` (``h1.rail0,h2.rail0``: per-rail
+    steps), else the ``hosts`` label, else server/client/host."""
+    hosts = rec.get("endpoints") or rec.get("hosts")
     names: list[str] = []
     if isinstance(hosts, list | tuple):
         names = [str(h) for h in hosts]

@@ -66,4 +66,10 @@ def host_nics(info: Mapping[str, Any], facts: Mapping[str, Any]) -> dict[str, Ni
         serial = _leaf(flat, _SERIAL_KEYS) or _text(hvars.get("nic_serial"))
         firmware = _leaf(flat, _FIRMWARE_KEYS) or _text(hvars.get("nic_firmware"))
         out[host] = Nic(model, serial, firmware)
+        for rail in runview.inventory_rails(hvars):  # each NIC of a multi-rail host on its own
+            entry = next((n for n in entries if rail.get("netdev") and rail["netdev"] in
+                          {str(n.get(k)) for k in ("name", "netdev", "device")}), None)
+            rflat = runview.flatten(entry, limit=400) if entry else {}
+            out[f"{host}.{rail['name']}"] = Nic(model, _leaf(rflat, _SERIAL_KEYS) or _text(rail.get("serial")),
+                                                _leaf(rflat, _FIRMWARE_KEYS) or firmware)
     return out

@@ -178,7 +178,19 @@ def line_rates(info: Mapping[str, Any], facts: Mapping[str, Any]) -> dict[str, f
             rate = detected_line_rate(facts.get(name), netdev)
         if rate:
             rates[name] = rate
+        for rail in inventory_rails(inv.get(name, {})):
+            own = _as_float(rail.get("line_rate_gbps")) or detected_line_rate(facts.get(name), rail.get("netdev"))
+            if own or rate:
+                rates[f"{name}.{rail['name']}"] = own or rate  # type: ignore[assignment]
     return rates
+
+
+def inventory_rails(host: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The rails of one host of the inventory snapshot (``inventory_hosts`` entry), each with ``name``."""
+    rails = host.get("rails")
+    if not isinstance(rails, list):
+        return []
+    return [dict(r) for r in rails if isinstance(r, Mapping) and r.get("name")]
 
 
 def _pcie_downgrades(host: str, nic: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -27,8 +27,28 @@ def fact_line(name: str, facts: dict[str, Any]) -> str:
         n = nic_row(nic)
         pcie = f" PCIe {n['PCIe']}" if n["PCIe"] else ""
         nics.append(f"{n['netdev']} {n['speed']} mtu {n['MTU']} numa {n['NUMA'] or '?'}{pcie}")
+    rdma = rdma_ports(facts)
     return (f"{name}: {h['OS']}, kernel {h['kernel']}, {h['CPU']}, {h['NUMA']}, {h['memory']}; "
-            f"NICs: {'; '.join(nics) or 'none'}; tools: {h['tools']}")
+            f"NICs: {'; '.join(nics) or 'none'}; " + (f"RDMA: {'; '.join(rdma)}; " if rdma else "")
+            + f"tools: {h['tools']}")
+
+
+def rdma_ports(facts: dict[str, Any]) -> list[str]:
+    """``rxe0/1 ACTIVE Ethernet, RoCE v2 GID 1 198.18.0.254`` per RDMA port the probe saw."""
+    rdma = facts.get("rdma") or {}
+    out = []
+    for dev in rdma.get("devices") or [] if rdma.get("available", True) else []:
+        for port in dev.get("ports") or []:
+            v4 = []
+            for g in port.get("gids") or []:
+                gid = str(g.get("gid") or "").lower()
+                if g.get("type") == "RoCE v2" and gid.startswith("0000:0000:0000:0000:0000:ffff:"):
+                    raw = gid.replace(":", "")[-8:]
+                    v4.append(f"GID {g.get('index')} " + ".".join(str(int(raw[i:i + 2], 16)) for i in range(0, 8, 2)))
+            roce = f", RoCE v2 {', '.join(v4)}" if v4 else ""
+            out.append(f"{dev.get('device')}/{port.get('port')} {port.get('state') or '?'} "
+                       f"{port.get('link_layer') or '?'}{roce}")
+    return out
 
 
 def reach_line(host: Host) -> str:

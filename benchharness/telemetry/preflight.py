@@ -14,9 +14,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from benchharness.core.model import Host, Verdict
-from benchharness.core.values import as_list
+from benchharness.core.values import as_list, gpu_indices
+from benchharness.telemetry.fabric_checks import acs_verdicts, qos_verdicts
 from benchharness.telemetry.parsers.ethtool_module import parse_module
 from benchharness.telemetry.parsers.gpu import parse_nvidia_topo
+from benchharness.telemetry.rails import gpu_relations, nic_column
 from benchharness.tools.mpi_launch import gpu_count
 
 #: (warn, fail) in °C. A NIC ASIC sensor with its own ``crit`` uses (crit - 10, crit) instead.
@@ -191,7 +193,11 @@ class _HostChecks:
             if port is None or port.get("link_layer") != "Ethernet":
                 continue  # missing: link_state says so; InfiniBand: GID 0 is right
             gids = port.get("gids") or []
-            good = [g for g in gids if g.get("type") == "RoCE v2" and _carries(g.get("gid"), rail.data_ip)]
+            # gid_ip: the address the GID carries when it is not the rail's own (an RDMA device
+            # shared into a network namespace or container, whose GIDs hold the root's addresses)
+            address = str(self.host.var("gid_ip")) if self.host.var("gid_ip") and \
+                rail.rdma_dev == self.host.var("rdma_dev") else rail.data_ip
+            good = [g for g in gids if g.get("type") == "RoCE v2" and _carries(g.get("gid"), address)]
             entry = next((g for g in gids if g.get("index") == rail.gid_index), None)
             where = f"{rail.rdma_dev}/{rail.rdma_port} ({rail.name}) gid_index={rail.gid_index}"
             if entry is not None and entry in good:
@@ -199,7 +205,7 @@ class _HostChecks:
                 continue
             found = "no such entry" if entry is None else f"{entry.get('type')} {entry.get('gid')}"
             hint = (f"; use gid_index={good[0]['index']}" if good else
-                    f"; no RoCE v2 GID carries {rail.data_ip or 'an IPv4 address'} (is the address on "
+                    f"; no RoCE v2 GID carries {address or 'an IPv4 address'} (is the address on "
                     f"{', '.join(port.get('netdevs') or []) or 'the netdev'}?)")
             self.add("gid_index", "fail", f"{where} is {found}{hint}", value=rail.gid_index,
                      limit=float(good[0]["index"]) if good else None)
@@ -294,31 +300,46 @@ class _HostChecks:
                 self._temperature(f"GPU{dev.get('index')}", value, warn, fail)
 
     def gpu_nic_topology(self) -> None:
+        """Each rail's GPU (its ``nearest_gpu``, else the nearest of ``gpus``) against ``nvidia-smi topo -m``.
+
+        Fails a NIC whose GPU is across the host bridge or the CPU interconnect (PHB/NODE/SYS)
+        while another GPU sits under the NIC's own PCIe switch (PIX/PXB); warns when none does.
+        ``gpus`` as a count (8) means GPUs 0..7, a list narrows the choice.
+        """
         topo = (self.facts.get("gpus") or {}).get("topology") or {}
         if not topo.get("text"):
             return
         parsed = parse_nvidia_topo(topo["text"])
-        legend = parsed["nics"]
-        column_of = {name: col for col, name in legend.items()}
-        wanted = as_list(self.host.var("rdma_dev")) or list(legend.values())
-        gpus = [f"GPU{g}" for g in as_list(self.host.var("gpus"))] or [
-            d for d in parsed["devices"] if d.startswith("GPU")]
-        for nic in wanted:
-            col = column_of.get(nic, nic)
-            relations = {g: parsed["matrix"].get(g, {}).get(col) for g in gpus}
-            relations = {g: r for g, r in relations.items() if r}
-            if not relations:
+        value = self.host.var("gpus")
+        chosen = set(gpu_indices(value)) if isinstance(value, list | tuple) or (
+            isinstance(value, str) and "," in value) else None
+        rails = [r for r in self.host.nics() if r.rdma_dev]
+        names = [str(r.rdma_dev) for r in rails] or list(parsed["nics"].values())
+        for i, nic in enumerate(names):
+            rail = rails[i] if rails else None
+            col = nic_column(parsed, nic)
+            near = gpu_relations(parsed, col) if col else {}
+            if not near:
                 continue
-            if self.host.var("gpus") is None:  # no GPU chosen: the NIC needs one close GPU
-                best = min(relations.items(), key=lambda kv: _RANK.get(kv[1], 9))
-                relations = dict([best])
-            for gpu, rel in relations.items():
-                text = f"{gpu} <-> {nic}: {rel}"
-                if rel in GOOD_GPU_NIC:
-                    self.add("gpu_nic_topology", "pass", text + " (same PCIe switch)")
-                else:
-                    self.add("gpu_nic_topology", "warn", text + f" ({_MEANING.get(rel, 'not under one PCIe switch')}"
-                             "): GPUDirect RDMA traffic crosses the host bridge or CPU")
+            best = min(near, key=lambda g: (_RANK.get(near[g], 9), g))
+            pool = [g for g in near if chosen is None or g in chosen]
+            if rail is not None and rail.nearest_gpu is not None and rail.nearest_gpu in near:
+                pick = rail.nearest_gpu
+            elif pool:
+                pick = min(pool, key=lambda g: (_RANK.get(near[g], 9), g))
+            else:
+                continue
+            label = f"{rail.name} " if rail is not None and len(rails) > 1 else ""
+            text = f"{label}GPU{pick} <-> {nic}: {near[pick]}"
+            if near[pick] in GOOD_GPU_NIC:
+                self.add("gpu_nic_topology", "pass", text + " (same PCIe switch)")
+            elif near[best] in GOOD_GPU_NIC:
+                self.add("gpu_nic_topology", "fail", text + f" ({_MEANING.get(near[pick], 'not under one PCIe switch')})"
+                         f", but GPU{best} is {near[best]} (same PCIe switch): use GPU{best} with this NIC "
+                         "(nearest_gpu in the inventory, use_cuda: nearest)")
+            else:
+                self.add("gpu_nic_topology", "warn", text + f" ({_MEANING.get(near[pick], 'not under one PCIe switch')}"
+                         "): GPUDirect RDMA traffic crosses the host bridge or CPU")
 
 
 _RANK = {"PIX": 0, "PXB": 1, "PHB": 2, "NODE": 3, "SYS": 4}
@@ -392,11 +413,13 @@ def run_checks(facts_by_host: Mapping[str, Mapping[str, Any]], hosts: Sequence[H
         hc.governor()
         hc.temperatures()
         hc.gpu_nic_topology()
+        hc.out += acs_verdicts(host, facts)
         for error in facts.get("errors") or []:
             hc.add("probe", "warn", f"probe section failed: {error}")
         verdicts.extend(hc.out)
         checks[host.name] = hc
     verdicts += rail_mtus(checks, hosts)
+    verdicts += qos_verdicts(facts_by_host, hosts)
     for a, b in pairs or []:
         if a in checks and b in checks and checks[a].nics and checks[b].nics:
             na, nb = checks[a].nics[0], checks[b].nics[0]

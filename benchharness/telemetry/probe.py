@@ -308,6 +308,9 @@ class Probe:
         else:
             rec["firmware"] = info if not info["available"] else unavailable(info["stderr"].strip()[:200])
         rec["module"] = self.module(name) if not is_virtual else unavailable("virtual interface")
+        addr = self.run(["ip", "-o", "-4", "addr", "show", "dev", name]) if self.real else {}
+        rec["ipv4"] = (re.findall(r"\binet (\d+\.\d+\.\d+\.\d+)/", addr["stdout"])
+                       if addr.get("available") and addr.get("rc") == 0 else [])
         return rec
 
     def module(self, name: str) -> Dict[str, Any]:
@@ -369,21 +372,33 @@ class Probe:
         return p
 
     def pyverbs(self) -> Dict[str, Any]:
+        """What verbs itself reports; a failure here never costs the sysfs part of the section."""
         try:
             import pyverbs.device as verbs
         except Exception as exc:  # ImportError, or a broken install
             return unavailable(f"pyverbs does not import: {str(exc)[:120]}")
-        out = {}
-        for dev in verbs.get_device_list():
-            name = dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
-            with verbs.Context(name=name) as ctx:
-                attr = ctx.query_device()
-                ports = {}
-                for port in range(1, attr.phys_port_cnt + 1):
-                    pa = ctx.query_port(port)
-                    ports[str(port)] = {"state": int(pa.state), "active_mtu": 128 << int(pa.active_mtu),
-                                        "max_mtu": 128 << int(pa.max_mtu), "link_layer": int(pa.link_layer)}
-                out[name] = {"fw_ver": attr.fw_ver, "max_qp": attr.max_qp, "ports": ports}
+        out = {}  # type: Dict[str, Any]
+        try:
+            names = [d.name.decode() if isinstance(d.name, bytes) else str(d.name)
+                     for d in verbs.get_device_list()]
+        except Exception as exc:
+            return unavailable(f"pyverbs get_device_list: {type(exc).__name__}: {str(exc)[:120]}")
+        for name in names:
+            try:
+                with verbs.Context(name=name) as ctx:
+                    attr = ctx.query_device()
+                    ports = {}
+                    for port in range(1, attr.phys_port_cnt + 1):
+                        pa = ctx.query_port(port)
+                        ports[str(port)] = {"state": int(pa.state), "active_mtu": 128 << int(pa.active_mtu),
+                                            "max_mtu": 128 << int(pa.max_mtu), "link_layer": int(pa.link_layer)}
+                    # rdma-core's pyverbs names it fw_version; some builds spell it fw_ver
+                    fw = getattr(attr, "fw_version", None) or getattr(attr, "fw_ver", None)
+                    if isinstance(fw, bytes):
+                        fw = fw.decode(errors="replace")
+                    out[name] = {"fw_ver": fw, "max_qp": attr.max_qp, "ports": ports}
+            except Exception as exc:
+                out[name] = unavailable(f"pyverbs {name}: {type(exc).__name__}: {str(exc)[:120]}")
         return {"available": True, "devices": out}
 
     # -- GPUs ----------------------------------------------------------------------------------
@@ -422,6 +437,50 @@ class Probe:
                               "numa_node": numa if numa is not None and numa >= 0 else None,
                               "pcie": self.pcie_link(pci_dir)})
         return found
+
+    # -- fabric: PCIe ACS on the path to each RDMA NIC and GPU, RoCE QoS of each RDMA netdev ----
+    def fabric(self) -> Dict[str, Any]:
+        """Raw ACS control words of the bridges above each RDMA NIC and GPU (``setpci``, root
+        only), and per RDMA netdev ``mlnx_qos -i``, ``dcb pfc show`` and the mlx5 ECN switches."""
+        devices = []  # type: List[Any]
+        rdma_netdevs = []  # type: List[str]
+        for name in self.listdir("sys/class/net"):
+            pci_dir = self.pci_dir("sys/class/net/" + name + "/device")
+            if pci_dir and os.path.isdir(os.path.join(pci_dir, "infiniband")):
+                devices.append(("nic", name, pci_dir))
+                rdma_netdevs.append(name)
+        for gpu in self.pci_gpus():
+            devices.append(("gpu", gpu["pci_address"],
+                            os.path.realpath(self.path("sys/bus/pci/devices", gpu["pci_address"]))))
+        acs = {}  # type: Dict[str, Any]
+        for kind, name, pci_dir in devices:
+            bridges = [p for p in pci_dir.split(os.sep)[:-1] if _PCI_ADDR.match(p)]
+            acs[name] = {"kind": kind, "pci_address": os.path.basename(pci_dir),
+                         "bridges": [self.acs_word(b) for b in bridges]}
+        qos = {}  # type: Dict[str, Any]
+        for name in sorted(rdma_netdevs):
+            entry = {}  # type: Dict[str, Any]
+            for key, argv in (("mlnx_qos", ["mlnx_qos", "-i", name]),
+                              ("dcb_pfc", ["dcb", "pfc", "show", "dev", name])):
+                res = self.run(argv, timeout=10)
+                entry[key] = res["stdout"] if res["available"] and res.get("rc") == 0 else None
+            ecn = {}  # type: Dict[str, str]
+            for point in ("roce_np", "roce_rp"):
+                for prio in self.listdir("sys/class/net", name, "ecn", point, "enable"):
+                    value = self.read("sys/class/net", name, "ecn", point, "enable", prio)
+                    if value is not None:
+                        ecn[f"{point}/enable/{prio}"] = value
+            entry["ecn"] = ecn
+            qos[name] = entry
+        return {"acs": acs, "qos": qos}
+
+    def acs_word(self, bdf: str) -> Dict[str, Any]:
+        res = self.run(["setpci", "-s", bdf, "ECAP_ACS+0x6.w"], timeout=5)
+        if not res["available"]:
+            return {"bdf": bdf, "word": None, "reason": res.get("reason")}
+        if res.get("rc") != 0:
+            return {"bdf": bdf, "word": None, "reason": (res.get("stderr") or "").strip()[:200] or "no ACS"}
+        return {"bdf": bdf, "word": res["stdout"].strip()}
 
     # -- temperatures and tools ----------------------------------------------------------------
     def temperatures(self) -> Dict[str, Any]:
@@ -497,7 +556,8 @@ class Probe:
                "commands": self.commands, "errors": []}  # type: Dict[str, Any]
         sections = [("host", self.host), ("cpu", self.cpu), ("memory", self.memory), ("numa", self.numa),
                     ("nics", self.nics), ("rdma", self.rdma), ("gpus", self.gpus),
-                    ("temperatures", self.temperatures), ("tools", self.tools)]  # type: List[Any]
+                    ("temperatures", self.temperatures), ("tools", self.tools),
+                    ("fabric", self.fabric)]  # type: List[Any]
         for name, fn in sections:
             doc[name] = _guarded(name, fn, doc["errors"])
         doc["duration_s"] = round(time.time() - started, 3)

@@ -186,6 +186,35 @@ def reading(src: Sources, netdevs: List[str]) -> Dict[str, Any]:
             "net": src.net(netdevs), "temps": src.temperatures()}
 
 
+def parse_rdma_statistic(text: str) -> Dict[str, int]:
+    """Counters from ``rdma -j statistic show link DEV/PORT`` (flat, or under ``counters``)."""
+    out = {}  # type: Dict[str, int]
+    entries = json.loads(text or "[]")
+    for entry in entries if isinstance(entries, list) else [entries]:
+        fields = entry.get("counters") if isinstance(entry.get("counters"), dict) else entry
+        for name, value in fields.items():
+            if name not in ("ifindex", "ifname", "port") and isinstance(value, int) and not isinstance(value, bool):
+                out[name] = value
+    return out
+
+
+def _rdma_statistic(dev: str, port: str, errors: List[str]) -> Dict[str, int]:
+    exe = shutil.which("rdma")
+    if not exe:
+        return {}
+    argv = [exe, "-j", "statistic", "show", "link", f"{dev}/{port}"]
+    try:
+        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              universal_newlines=True, timeout=5)
+        if proc.returncode != 0:
+            errors.append(f"rdma statistic show link {dev}/{port}: {proc.stderr.strip()[:200]}")
+            return {}
+        return parse_rdma_statistic(proc.stdout)
+    except (OSError, subprocess.TimeoutExpired, ValueError, AttributeError) as exc:
+        errors.append(f"rdma statistic show link {dev}/{port}: {exc}")
+        return {}
+
+
 def snapshot(root: str, netdevs: List[str], rdma_devs: List[str], port: Optional[int]) -> Dict[str, Any]:
     """Raw counters keyed ``source:object:name`` (see benchharness.telemetry.counters)."""
     counters = {}  # type: Dict[str, int]
@@ -219,6 +248,11 @@ def snapshot(root: str, netdevs: List[str], rdma_devs: List[str], port: Optional
                     value = _int(_read(os.path.join(d, name)))
                     if value is not None:
                         counters[f"{prefix}:{dev}/{p}:{name}"] = value
+            if not os.path.isdir(os.path.join(ports_dir, p, "hw_counters")) and os.path.abspath(root) == "/":
+                # a network namespace sees a shared-mode RDMA device without counter files in
+                # sysfs; the netlink statistics (`rdma statistic`) still reach it
+                for name, value in _rdma_statistic(dev, p, errors).items():
+                    counters[f"ib_hw:{dev}/{p}:{name}"] = value
     return {"ts": time.time(), "hostname": socket.gethostname(), "counters": counters, "errors": errors}
 
 

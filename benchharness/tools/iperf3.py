@@ -22,7 +22,7 @@ from benchharness.core.errors import ToolFailure
 from benchharness.core.model import Command, CommandResult, Host, Record, Step
 from benchharness.core.units import parse_duration, parse_rate, parse_size
 from benchharness.core.values import argv_list
-from benchharness.tools import iperf3_parse
+from benchharness.tools import iperf3_parse, iperf3_text
 from benchharness.tools.common import reject_unknown
 
 SERVER_READY = r"Server listening on \d+"
@@ -231,8 +231,13 @@ class Iperf3Adapter:
         return out
 
     def parse_text(self, text: str) -> list[Record]:
-        """Records of one saved client ``-J`` output (``bench parse iperf3 FILE``)."""
-        return iperf3_parse.parse_output(text)
+        """Records of one saved output (``bench parse iperf3 FILE``): ``-J`` JSON, else iperf3's text."""
+        try:
+            return iperf3_parse.parse_output(text)
+        except ToolFailure as exc:
+            if exc.kind != "unparsable" or not iperf3_text.looks_like_text(text):
+                raise
+        return iperf3_text.parse_text_output(text)
 
 
 def parse_client_result(result: CommandResult) -> list[Record]:

@@ -33,6 +33,12 @@ _IB_ATTEMPT = re.compile(r"NET/IB\s*: No device found|NET/IB\s*: Unable to open|
 _CHANNEL_NET = re.compile(r"NCCL INFO Channel \d+(?:/\d+)? : .* via NET/([^/]+)/(\d+)(?:\(\d+\))?(/GDRDMA)?")
 _CHANNEL_RING = re.compile(r"NCCL INFO Channel (\d+)(?:/(\d+))? :(?:\s+\d+)+\s*$")
 _COLL_CHANNELS = re.compile(r"NCCL INFO (\d+) coll channels")
+# "NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0' (no module)", "NET/gIB : GPU Direct RDMA
+# Enabled for HCA 0 'mlx5_0'": NCCL's verdict per HCA, logged before (or without) any channel line
+_GDR_HCA = re.compile(r"NCCL INFO NET/\S+\s*: GPU Direct RDMA (Enabled|Disabled) for HCA \d+ '([^']+)'")
+# aws-ofi-nccl: "NET/OFI Could not disable CUDA API usage for HMEM, disabling GDR"
+_OFI = re.compile(r"NCCL INFO NET/OFI\b")
+_OFI_NO_GDR = re.compile(r"NCCL INFO NET/OFI .*disabling GDR")
 _WARN = re.compile(r"NCCL WARN (.*?)\s*$")
 
 # what a suite may write for ``require_network`` -> names NCCL logs for it
@@ -68,6 +74,8 @@ def parse_nccl_debug(text: str) -> dict[str, Any]:
     ring_channels: set[int] = set()
     ring_total: int | None = None
     coll_channels: int | None = None
+    gdr_hcas: dict[str, bool] = {}
+    ofi_used = ofi_no_gdr = False
     for line in _log_lines(text):
         if version is None and (m := _VERSION.search(line) or _RCCL_VERSION.search(line)):
             version = m.group(1)
@@ -95,19 +103,32 @@ def parse_nccl_debug(text: str) -> dict[str, Any]:
                 ring_total = int(m.group(2))
         elif m := _COLL_CHANNELS.search(line):
             coll_channels = max(coll_channels or 0, int(m.group(1)))
+        if m := _GDR_HCA.search(line):
+            gdr_hcas[m.group(2)] = m.group(1) == "Enabled"
+        if _OFI.search(line):
+            ofi_used = True
+            ofi_no_gdr = ofi_no_gdr or bool(_OFI_NO_GDR.search(line))
         if _IB_ATTEMPT.search(line):
             ib_attempted = True
         if (m := _WARN.search(line)) and m.group(1) not in warnings:
             warnings.append(m.group(1))
     network = networks[0] if networks else (channel_net or ("IB" if ib_used else "Socket" if socket_used
-                                                             else plugins[0] if plugins else None))
+                                                             else plugins[0] if plugins else
+                                                             "OFI" if ofi_used else None))
     channels = coll_channels or ring_total or (len(ring_channels) or None)
+    if net_channels:  # the channels say what was used
+        gdr: bool | None = gdr_channels > 0
+    elif gdr_hcas:  # no channel line yet: NCCL's per-HCA verdict
+        gdr = any(gdr_hcas.values())
+    else:
+        gdr = False if ofi_no_gdr else None
     return {
         "network": network,
         "networks": networks or ([network] if network else []),
         "plugins": plugins,
         "devices": devices,
-        "gdr": (gdr_channels > 0) if net_channels else None,
+        "gdr": gdr,
+        "gdr_disabled_hcas": [name for name, on in gdr_hcas.items() if not on],
         "net_channels": net_channels,
         "socket_fallback": bool(network and network.lower() == "socket" and ib_attempted),
         "channels": channels,

@@ -7,7 +7,9 @@ rccl-tests' ``-x FILE -Z csv|json`` reporter. Bandwidths are nccl-tests' GB/s = 
 ``algbw_GBps`` / ``busbw_GBps`` are the tool's figures unchanged.
 
 Failures are never numbers: wrong results, NCCL/CUDA failures and mpirun launch errors raise
-:class:`ToolFailure` with a stable ``kind``.
+:class:`ToolFailure` with a stable ``kind``. Rows with wrong elements (``#wrong`` > 0, or an old
+``error`` value marked ``*``) are kept on that failure (``ToolFailure.records``) with their figures,
+as ``kind: invalid`` / ``valid: false`` records that no analysis reads as a measurement.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ _LOG = re.compile(r":\d+:\d+ \[\d+\] (?:NCCL|RCCL) (?:INFO|WARN|TRACE|ABORT)")
 _GLUED_NUMBER = re.compile(r"^-?\d+(?:\.\d+)?(?:[eE][+-]\d+)?\*?(?=[A-Za-z])")
 _WORDS = ("N/A", "fp8_e4m3", "fp8_e5m2", "bfloat16", "float", "double", "half", "uint8", "uint32", "uint64",
           "int8", "int32", "int64", "char", "int", "mulsum", "none", "prod", "sum", "max", "min", "avg")
-_RANK = re.compile(r"^#\s+Rank\s+(\d+)(?:\s+Group\s+(\d+))?\s+Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)"
+_RANK = re.compile(r"^#?\s*Rank\s+(\d+)(?:\s+Group\s+(\d+))?\s+Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)"
                    r"\s+\[([^\]]*)\]\s*(.*?)\s*$")
 _OOB = re.compile(r"^#\s*Out of bounds values\s*:\s*(\d+)\s*(OK|FAILED)?")
 _AVG = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(\S+)\s*(OK|FAILED)?")
@@ -39,6 +41,9 @@ _START = re.compile(r"^#\s*Collective test starting:\s*(\S+)")
 _VERSION = re.compile(r"^#\s*nccl-tests version (\S+)(?: nccl-headers=(\d+) nccl-library=(\d+))?")
 _RCCL_VERSION = re.compile(r"^rccl-tests: Version (\S+)")
 _CYCLE = re.compile(r"^#\s*Testing (\d+) cycle")
+# the column titles of a stdout table; a text holding them is a table even when its first line is a
+# bracketed shell prompt ("[root@node dir]# mpirun ...") rather than a JSON document
+_TABLE_HEADER = re.compile(r"^\s*#?\s*size\s+count\s+type\b", re.MULTILINE)
 
 _COLUMN_KEYS = {"time": "time_us", "cputime": "time_us", "algbw": "algbw_GBps", "busbw": "busbw_GBps",
                 "#wrong": "wrong", "error": "wrong", "i_min": "iter_min_us", "i_max": "iter_max_us",
@@ -115,7 +120,7 @@ def parse_nccl_tests(text: str, collective: str | None = None) -> NcclRun:
     """Parse any nccl-tests/rccl-tests output (table, ``-J`` JSON, rccl CSV/JSON); raise ToolFailure."""
     text = strip_tags(clean(text))
     stripped = text.lstrip()
-    if stripped.startswith(("{", "[")):
+    if stripped.startswith(("{", "[")) and not _TABLE_HEADER.search(text):
         run = _parse_json(stripped, collective)
     elif re.match(r"^\s*(numCycle,\s*)?collective,", text):
         run = _parse_rccl_csv(text)
@@ -131,19 +136,35 @@ def parse_nccl_tests(text: str, collective: str | None = None) -> NcclRun:
     return run
 
 
+def _flag_invalid(run: NcclRun) -> list[Record]:
+    """Mark rows with wrong elements ``kind: invalid``, ``valid: false`` (figures kept); return them."""
+    bad = []
+    for rec in run.records:
+        if (rec.get("wrong") or 0) > 0:
+            reason = f"{rec['wrong']} wrong elements"
+        elif rec.get("error_flagged"):
+            reason = f"error {rec.get('max_delta_tool')} above the tool's threshold"
+        else:
+            continue
+        rec.update(kind="invalid", valid=False, invalid_reason=reason)
+        bad.append(rec)
+    return bad
+
+
 def _check_results(run: NcclRun) -> None:
-    bad = [r for r in run.records if (r.get("wrong") or 0) > 0 or r.get("error_flagged")]
+    bad = _flag_invalid(run)
     if bad:
         r = bad[0]
         raise ToolFailure("wrong_results", f"{r.get('collective') or 'collective'} returned wrong data: "
                           f"{r.get('wrong')} wrong elements at {r['size_bytes']} B {r['placement']} "
-                          f"({len(bad)} rows with errors)")
+                          f"({len(bad)} rows with errors)", records=run.all_records())
     oob = run.meta.get("out_of_bounds")
     if oob:
-        raise ToolFailure("wrong_results", f"nccl-tests reported {oob} out-of-bounds values (FAILED)")
+        raise ToolFailure("wrong_results", f"nccl-tests reported {oob} out-of-bounds values (FAILED)",
+                          records=run.all_records())
     if run.meta.get("avg_busbw_check") == "FAILED":
         raise ToolFailure("below_min_bw", f"average bus bandwidth {run.meta.get('avg_busbw_GBps')} GB/s "
-                          "is below NCCL_TESTS_MIN_BW")
+                          "is below NCCL_TESTS_MIN_BW", records=run.all_records())
 
 
 @dataclass
@@ -196,6 +217,8 @@ def _row(tokens: list[str], layout: _Layout, collective: str | None) -> list[Rec
             base["size_bytes" if name == "size" else "count"] = int(tok)
         elif name == "root":
             base["root"] = int(tok)
+        elif name == "redop":
+            base["redop"] = tok or None
         else:
             base[name] = tok
     pos = len(layout.lead)
@@ -240,7 +263,7 @@ def _parse_table(text: str, collective: str | None) -> NcclRun:
         if not line.strip():
             continue
         stripped = line.strip()
-        if stripped.startswith("#"):
+        if stripped.startswith("#") or _RANK.match(stripped):  # a paste may lose a rank line's "#"
             pending = None
             name, layout, banner, cycle = _header_line(stripped, run, name, layout, banner, cycle)
             continue
@@ -258,6 +281,7 @@ def _parse_table(text: str, collective: str | None) -> NcclRun:
         pending = None
         if not _is_row_start(tokens) or len(tokens) > layout.width:
             continue
+        tokens = _fill_empty_redop(tokens, layout)
         if len(tokens) < layout.width:
             pending = tokens
             continue
@@ -267,6 +291,17 @@ def _parse_table(text: str, collective: str | None) -> NcclRun:
             run.records.append(rec)
     run.meta["collective"] = collective_name(name)
     return run
+
+
+def _fill_empty_redop(tokens: list[str], layout: _Layout) -> list[str]:
+    """``tokens`` with an empty redop cell put back: old alltoall rows print blanks under ``redop``,
+    so the row is one token short and a number (the time) stands where the operation goes."""
+    if "redop" not in layout.lead or len(tokens) != layout.width - 1:
+        return tokens
+    at = layout.lead.index("redop")
+    if at < len(tokens) and _number(tokens[at]) is not None:
+        return [*tokens[:at], "", *tokens[at:]]
+    return tokens
 
 
 def _without_log(line: str) -> str:

@@ -166,12 +166,17 @@ def _result(step: Step, results: Sequence[CommandResult]) -> CommandResult:
     return res
 
 
-def _parse(step: Step, res: CommandResult, collective: str) -> NcclRun:
-    """The step's output parsed; a ToolFailure names the step and the launcher host."""
+def _parse(step: Step, res: CommandResult, collective: str, extra: Record | None = None) -> NcclRun:
+    """The step's output parsed; a ToolFailure names the step and the launcher host.
+
+    Rows the tool printed before failing (wrong results, flagged ``kind: invalid``) travel with
+    the failure, labelled like the step's samples, so the runner keeps them.
+    """
     try:
         return parse_nccl_tests(f"{res.stdout}\n{res.stderr}", collective=collective)
     except ToolFailure as exc:
-        raise ToolFailure(exc.kind, f"step {step.id} on {res.command.host.name}: {exc}") from exc
+        kept = [{**step.sample_labels(), **rec, **(extra or {}), "nhosts": len(step.hosts)} for rec in exc.records]
+        raise ToolFailure(exc.kind, f"step {step.id} on {res.command.host.name}: {exc}", records=kept) from exc
 
 
 def _finish(step: Step, res: CommandResult, records: list[Record], extra: Record) -> list[Record]:
@@ -220,8 +225,9 @@ class NcclTests:
     def parse_step(self, step: Step, results: Sequence[CommandResult]) -> list[Record]:
         p = _merged(step.params)
         res = _result(step, results)
-        run = _parse(step, res, p["op"])
         debug = parse_nccl_debug(f"{res.stdout}\n{res.stderr}")
+        run = _parse(step, res, p["op"], {"backend": self.name, "nccl_network": debug["network"],
+                                          "nccl_gdr": debug["gdr"]})
         try:
             self.check_transport(p, debug)
             self.check_hcas(str(self.env(p, step.hosts).get("NCCL_IB_HCA") or ""), f"{res.stdout}\n{res.stderr}")
@@ -273,7 +279,11 @@ class NcclTests:
     def parse_text(self, text: str) -> list[Record]:
         debug = parse_nccl_debug(text)
         extra = {"backend": self.name, "nccl_network": debug["network"], "nccl_gdr": debug["gdr"]}
-        return [{**r, **extra} for r in parse_nccl_tests(text).all_records()]
+        try:
+            run = parse_nccl_tests(text)
+        except ToolFailure as exc:
+            raise ToolFailure(exc.kind, exc.message, records=[{**r, **extra} for r in exc.records]) from exc
+        return [{**r, **extra} for r in run.all_records()]
 
 
 class CpuCollective:

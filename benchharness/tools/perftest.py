@@ -46,6 +46,25 @@ _JSON_SCRIPT = (
     'if [ -s "$f" ]; then echo "' + pp.JSON_MARKER + '"; cat "$f"; fi; rm -f "$f"; exit $rc\n')
 
 
+NEAREST = "nearest"
+
+
+def gpu_for(value: Any, host: Host, what: str = "use_cuda") -> int:
+    """The GPU index of ``use_cuda``/``use_rocm``: a number as given, or ``nearest``: the GPU
+    nearest the host's NIC (the rail's ``nearest_gpus``, inventory or ``rails=auto``)."""
+    if str(value).strip().lower() != NEAREST:
+        return int(value)
+    nics = host.nics()
+    gpu = nics[0].nearest_gpu if len(nics) == 1 else None
+    if gpu is None and host.var("nearest_gpus"):
+        gpu = int(host.var("nearest_gpus")[0])
+    if gpu is None:
+        raise ValueError(f"{what}: nearest: host {host.name} {host.rail or 'rail0'} "
+                         f"({host.var('rdma_dev') or host.var('netdev') or 'its NIC'}) has no nearest GPU "
+                         "known; set nearest_gpu per rail in the inventory or use rails=auto")
+    return gpu
+
+
 def _is_bw(test: str) -> bool:
     return test.endswith("_bw")
 
@@ -115,6 +134,11 @@ class PerftestAdapter:
             raise ValueError("rate_units: M (MiB/s), g (Gbit/s) or p (packets/s)")
         if params.get("use_cuda") is not None and params.get("use_rocm") is not None:
             raise ValueError("use_cuda/use_rocm: choose one")
+        for opt in ("use_cuda", "use_rocm"):
+            value = params.get(opt)
+            if value is not None and str(value).strip().lower() != NEAREST and (
+                    isinstance(value, bool) or not str(value).strip().isdigit()):
+                raise ValueError(f"{opt}: a GPU index or 'nearest' (the GPU beside the NIC), not {value!r}")
         argv_list(params.get("extra_args"), "extra_args")
 
     def _p(self, step: Step) -> dict[str, Any]:
@@ -161,10 +185,9 @@ class PerftestAdapter:
             args += ["-c", str(params["connection"])]
         if params.get("mtu") is not None:
             args += ["-m", str(params["mtu"])]
-        if params.get("use_cuda") is not None:
-            args.append(f"--use_cuda={params['use_cuda']}")
-        if params.get("use_rocm") is not None:
-            args.append(f"--use_rocm={params['use_rocm']}")
+        for opt in ("use_cuda", "use_rocm"):
+            if params.get(opt) is not None:
+                args.append(f"--{opt}={gpu_for(params[opt], host, opt)}")
         if params.get("cpu_util"):
             args.append("--cpu_util")
         args += argv_list(params.get("extra_args"), "extra_args")

@@ -56,6 +56,8 @@ _ERRORS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("create_qp_failed", r"Couldn't create (?:rdma (?:new |old )?)?QP|Unable to create QP"),
         ("completion_error", r"Failed status \d+: wr_id"),
         ("completion_error", r"Completion with error at (?:client|server)"),
+        # the clock estimate failed: perftest then prints inf for every figure of the table
+        ("clock", r"Correlation coefficient r\^2: [\d.]+ < 0\.9"),
     ))
 _HINTS = {
     "tool_missing": "install perftest (and numactl) on the host",
@@ -66,6 +68,8 @@ _HINTS = {
     "modify_qp_failed": "check gid_index, MTU and the fabric link (ibv_devinfo -v)",
     "create_qp_failed": "check device resources and memlock limits (ulimit -l)",
     "completion_error": "a work request failed on the fabric: check MTU, gid_index and both ends' options",
+    "clock": "perftest could not estimate the CPU clock, so its figures are inf (a noisy timer: "
+             "a loaded host or a software-emulated VM); run the step again (bench run resume=RUN)",
 }
 
 # Header fact → flat record field and converter.
@@ -303,6 +307,21 @@ def parse_out_json(text: str, unit: str | None) -> list[Record] | None:
     return [rec]
 
 
+def json_block(text: str) -> str | None:
+    """The first ``{ ... }`` block of whole lines in ``text`` (a ``cat`` of an ``--out_json`` file
+    between shell prompts), by brace depth; None when there is none."""
+    lines = text.splitlines()
+    start = next((i for i, ln in enumerate(lines) if ln.strip().startswith("{")), None)
+    if start is None:
+        return None
+    depth = 0
+    for i in range(start, len(lines)):
+        depth += lines[i].count("{") - lines[i].count("}")
+        if depth <= 0:
+            return "\n".join(lines[start:i + 1])
+    return None
+
+
 def split_json(stdout: str) -> tuple[str, str | None]:
     """(tool stdout, appended ``--out_json`` file text or None) of a wrapped client's stdout."""
     head, sep, tail = stdout.partition(JSON_MARKER + "\n")
@@ -353,6 +372,9 @@ def parse_output(stdout: str, stderr: str = "", rc: int | None = None,
     else:
         for row in rows:
             row["parsed_from"] = "stdout"
+    if not rows and json_text is None and "test_info" in out and (block := json_block(out)):
+        # a saved --out_json file on its own (``bench parse perftest FILE``)
+        rows = parse_out_json(block, unit) or []
     if not rows:
         both = out + "\n" + stderr
         raise classify_error(both, rc) or no_result(both, rc)

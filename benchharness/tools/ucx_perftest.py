@@ -38,6 +38,8 @@ _NUM = r"-?[\d,]+(?:\.\d+)?"
 _ROW_RE = re.compile(r"^\s*(Final:|\[thread \d+\])?\s*((?:" + _NUM + r"\s+)*" + _NUM + r")\s*$")
 _ERRORS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (kind, re.compile(pattern)) for kind, pattern in (
+        # an abort wins over the warnings printed before it (e.g. "transport 'dc' is not available")
+        ("fatal", r"\bFatal: "),
         ("tool_missing", r"command not found|: not found\s*$|failed to run command"
                          r"|^env: .*No such file or directory"),
         ("connect_failed", r"connect\(\) failed|client failed|Connection refused|No route to host"),
@@ -45,7 +47,9 @@ _ERRORS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("no_device", r"transport '[^']+' is not available"),
         ("bad_args", r"Invalid option argument|Invalid argument for|Unsupported operation"),
     ))
-_HINTS = {"tool_missing": "install ucx-utils on the host",
+_HINTS = {"fatal": "UCX aborted, backtrace in the raw output; over soft-RoCE (rxe) UCX 1.13's UD "
+                   "wire-up times out: use tls: tcp there",
+          "tool_missing": "install ucx-utils on the host",
           "connect_failed": "check that the server started and that data_ip is reachable",
           "no_device": "check tls / net_devices against ucx_info -d on the host",
           "bad_args": "check the suite's ucx_perftest parameters"}
@@ -161,7 +165,8 @@ class UcxPerftestAdapter:
         """UCX_TLS and UCX_NET_DEVICES for a host: the suite's, else the host's data NIC.
 
         ``tls: auto`` is RC and DC verbs (``rc,dc``: UCX's aliases for rc_verbs/rc_mlx5 and
-        dc_mlx5) on a host with an RDMA device, TCP on one without (the lab).
+        dc_mlx5) on a host with an RDMA device, TCP on one without (the lab). An inventory
+        ``gid_index`` becomes ``UCX_IB_GID_INDEX`` (RoCE: UCX's own choice may be another GID).
         """
         tls = str(params.get("tls") or "tcp")
         if tls == "auto":
@@ -177,6 +182,8 @@ class UcxPerftestAdapter:
             devices = ",".join(found) or None
         if devices and devices != "all":
             env["UCX_NET_DEVICES"] = str(devices)
+        if host.var("gid_index") is not None and host.var("rdma_dev") and tls != "tcp":
+            env["UCX_IB_GID_INDEX"] = str(host.var("gid_index"))  # RoCE: the GID perftest uses too
         return env
 
     @staticmethod

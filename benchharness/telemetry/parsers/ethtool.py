@@ -70,10 +70,14 @@ def parse_driver_info(text: str) -> dict[str, Any]:
 
 
 def parse_stats(text: str) -> dict[str, Any]:
-    """``ethtool -S``: every counter as an int, and a ``highlights`` summary (PFC, discards ...)."""
+    """``ethtool -S``: every counter as an int, and a ``highlights`` summary (PFC, discards ...).
+
+    Counter lines are indented under ``NIC statistics:``; saved copies often lose the header and the
+    indentation, so unindented ``name: number`` lines count too.
+    """
     counters: dict[str, int] = {}
     for line in clean_text(text).splitlines():
-        m = re.match(r"^\s+(\S.*?):\s+(-?\d+)\s*$", line)
+        m = re.match(r"^\s*(\S.*?):\s+(-?\d+)\s*$", line)
         if m:
             counters[m.group(1)] = int(m.group(2))
     return {"counters": counters, "highlights": highlights(counters)}

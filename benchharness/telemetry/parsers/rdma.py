@@ -173,7 +173,7 @@ def parse_rdma(text: str) -> dict[str, Any]:
 _IBDEV = re.compile(
     r"^(?:(?P<pci>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d)\s+)?(?P<dev>\S+)\s+"
     r"(?:\((?P<part>[^)]*)\)\s+(?P<desc>.*?)\s+fw\s+(?P<fw>\S+)\s+)?"
-    r"port\s+(?P<port>\d+)(?:\s+\((?P<ibstate>[A-Z_]+)\))?\s+==>\s+(?P<netdev>\S+)\s+\((?P<state>[^)]*)\)"
+    r"port\s+(?P<port>\d+)(?:\s+\(\s*(?P<ibstate>[A-Z_]+)\s*\))?\s+==>\s+(?P<netdev>\S+)\s+\(\s*(?P<state>[^)]*?)\s*\)"
 )
 
 

@@ -1,0 +1,32 @@
+"""``show_gids`` (rdma-core / MLNX_OFED script): one row per GID of every RDMA port.
+
+Columns ``DEV PORT INDEX GID IPv4 VER DEV``, tab- or blank-separated; ``IPv4`` is empty for
+link-local and other non-IPv4-mapped GIDs, the last ``DEV`` is the netdev (absent on some IB
+ports). Header, ``---`` ruler, ``n_gids_found=N`` and prompt lines are skipped.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from benchharness.telemetry.parsers._common import clean_text
+
+_ROW = re.compile(
+    r"^\s*(?P<dev>[\w.-]+)\s+(?P<port>\d+)\s+(?P<index>\d+)\s+(?P<gid>[0-9a-fA-F]{4}(?::[0-9a-fA-F]{4}){7})"
+    r"\s+(?:(?P<ipv4>\d{1,3}(?:\.\d{1,3}){3})\s+)?(?P<ver>v\d)(?:\s+(?P<netdev>\S+))?\s*$")
+
+
+def parse_show_gids(text: str) -> list[dict[str, Any]]:
+    """Rows as ``device, port, index, gid, ipv4 (None when empty), version (v1/v2), netdev``."""
+    rows: list[dict[str, Any]] = []
+    for line in clean_text(text).splitlines():
+        m = _ROW.match(line)
+        if m:
+            rows.append({"device": m["dev"], "port": int(m["port"]), "index": int(m["index"]),
+                         "gid": m["gid"].lower(), "ipv4": m["ipv4"], "version": m["ver"],
+                         "netdev": m["netdev"]})
+    return rows
+
+
+PARSERS = {"show_gids": parse_show_gids}

@@ -1,0 +1,283 @@
+"""A throw-away virtual machine for the tests that need a kernel feature this machine lacks.
+
+The machine's kernel may have no soft-RoCE (``rdma_rxe``); Debian's ``linux-image-amd64`` has it
+as a module. ``run_in_vm`` boots that kernel under qemu (software emulation: KVM is not assumed)
+with this machine's ``/`` shared read-only over virtio-9p and a writable results folder as a
+second share, runs one command inside as the guest's first process, and powers the guest off.
+
+* The initramfs (``build_initramfs``) holds bash, kmod, mount, mkdir and switch_root with their
+  libraries, and the virtio-pci and 9p modules with their dependencies; it is cached per kernel
+  under ``cache_dir``. Its ``/init`` mounts the root share, tmpfs on ``/tmp``, ``/run``,
+  ``/var/tmp`` and ``/var/log`` (those of this machine stay hidden), the other shares, and
+  ``switch_root``s into the guest script.
+* The guest script (PID 1) adds the ``/dev/fd`` links devtmpfs lacks, runs the command with its
+  output in ``<results>/output.log``, writes the exit code to ``<results>/status`` (qemu exits 0
+  whatever happens inside), syncs and powers off through sysrq ``o``.
+* A watchdog kills qemu, by its own pid, when the guest outlives ``timeout_s``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+QEMU = "qemu-system-x86_64"
+#: What the initramfs needs to mount 9p over virtio-pci.
+INITRAMFS_MODULES = ("virtio_pci", "9pnet_virtio", "9p")
+INITRAMFS_TOOLS = ("bash", "mount", "mkdir", "switch_root", "kmod", "sleep")
+#: Mounted as tmpfs in the guest (over this machine's, which the read-only share would show).
+GUEST_TMPFS = ("/tmp", "/run", "/var/tmp", "/var/log")
+MODULE_NEEDED = "rdma_rxe"
+
+
+@dataclass
+class VmResult:
+    """What a guest command left: its exit code (None: it never finished), output and console."""
+
+    status: int | None
+    output: str
+    console: str
+    wall_s: float
+    timed_out: bool
+    pid: int
+
+
+def find_kernel(module: str = MODULE_NEEDED) -> tuple[Path, str] | None:
+    """The newest ``/boot/vmlinuz-*`` whose modules under /lib/modules include ``module``."""
+    found = []
+    for image in Path("/boot").glob("vmlinuz-*"):
+        release = image.name.removeprefix("vmlinuz-")
+        dep = Path("/lib/modules") / release / "modules.dep"
+        try:
+            if re.search(rf"/{re.escape(module)}\.ko(\.\w+)?:", dep.read_text()):
+                found.append((image, release))
+        except OSError:
+            continue
+    return max(found, key=lambda item: [int(n) for n in re.findall(r"\d+", item[1])]) if found else None
+
+
+def skip_reason() -> str | None:
+    """Why no VM can run here (not root, no qemu, no kernel with rdma_rxe), or None."""
+    if os.geteuid() != 0:
+        return "the soft-RoCE VM needs root (qemu's 9p share of / and the lab inside)"
+    if not shutil.which(QEMU):
+        return f"{QEMU} is not installed (Debian: qemu-system-x86; ./setup.sh installs it)"
+    if find_kernel() is None:
+        return (f"no kernel under /boot with {MODULE_NEEDED} in its modules "
+                "(Debian: linux-image-amd64; ./setup.sh installs it)")
+    return None
+
+
+def _module_order(release: str, names: Iterable[str]) -> list[str]:
+    """Module files (relative to /lib/modules/<release>) in load order, dependencies first."""
+    deps: dict[str, list[str]] = {}
+    for line in (Path("/lib/modules") / release / "modules.dep").read_text().splitlines():
+        path, _, rest = line.partition(":")
+        deps[path] = rest.split()
+    by_name = {re.sub(r"\.ko(\.\w+)?$", "", Path(p).name).replace("-", "_"): p for p in deps}
+    order: list[str] = []
+
+    def visit(path: str) -> None:
+        if path in order:
+            return
+        for dep in reversed(deps.get(path, [])):  # modules.dep lists the deepest dependency last
+            visit(dep)
+        order.append(path)
+
+    for name in names:
+        visit(by_name[name])
+    return order
+
+
+def _libraries(binary: str) -> list[str]:
+    out = subprocess.run(["ldd", binary], capture_output=True, text=True, check=False).stdout
+    libs = re.findall(r"=>\s*(/\S+)", out) + re.findall(r"^\s*(/\S+)\s+\(", out, re.MULTILINE)
+    return sorted(set(libs))
+
+
+class _Cpio:
+    """A gzip'ed cpio archive in the kernel's ``newc`` format."""
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+        self.ino = 1
+        self.dirs: set[str] = set()
+
+    def _entry(self, name: str, mode: int, data: bytes = b"") -> None:
+        fields = [self.ino, mode, 0, 0, 1, 0, len(data), 0, 0, 0, 0, len(name) + 1, 0]
+        header = b"070701" + b"".join(f"{v:08x}".encode() for v in fields)
+        self.ino += 1
+        blob = header + name.encode() + b"\0"
+        blob += b"\0" * (-len(blob) % 4)
+        self.parts.append(blob + data + b"\0" * (-len(data) % 4))
+
+    def mkdir(self, path: str) -> None:
+        parts = path.strip("/").split("/")
+        for i in range(1, len(parts) + 1):
+            d = "/".join(parts[:i])
+            if d and d not in self.dirs:
+                self.dirs.add(d)
+                self._entry(d, 0o040755)
+
+    def file(self, path: str, data: bytes, mode: int = 0o755) -> None:
+        self.mkdir(str(Path(path).parent))
+        self._entry(path.strip("/"), 0o100000 | mode, data)
+
+    def symlink(self, path: str, target: str) -> None:
+        self.mkdir(str(Path(path).parent))
+        self._entry(path.strip("/"), 0o120777, target.encode())
+
+    def write(self, target: Path) -> None:
+        self._entry("TRAILER!!!", 0)
+        tmp = target.with_suffix(".tmp")
+        tmp.write_bytes(gzip.compress(b"".join(self.parts), compresslevel=6))
+        os.replace(tmp, target)
+
+
+_INIT = """#!{bash}
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+mkdir -p /proc /sys /dev /newroot
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+for m in {modules}; do
+  /initramfs/insmod "/modules/$m" || echo "initramfs: insmod $m failed"
+done
+opts=trans=virtio,version=9p2000.L,msize=262144
+mount -t 9p -o "$opts,ro,cache=loose" hostroot /newroot || {{ echo "initramfs: cannot mount the root share"; exit 1; }}
+for d in {tmpfs}; do mount -t tmpfs -o mode=1777 tmpfs "/newroot$d"; done
+while read -r tag path; do
+  [ -n "$tag" ] || continue
+  mkdir -p "/newroot$path" 2>/dev/null
+  mount -t 9p -o "$opts" "$tag" "/newroot$path" || echo "initramfs: cannot mount share $tag on $path"
+done < /shares
+read -r guest < /guest
+exec switch_root /newroot {bash} "$guest"
+"""
+
+_GUEST = """#!/bin/bash
+# PID 1 of the guest, after switch_root: run the command, record its status, power off.
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+export HOME=/tmp/home LANG=C.UTF-8
+mkdir -p /dev/pts /dev/shm "$HOME"
+mount -t devpts devpts /dev/pts 2>/dev/null
+mount -t tmpfs tmpfs /dev/shm 2>/dev/null
+ln -sf /proc/self/fd /dev/fd; ln -sf /proc/self/fd/0 /dev/stdin
+ln -sf /proc/self/fd/1 /dev/stdout; ln -sf /proc/self/fd/2 /dev/stderr
+ip link set lo up 2>/dev/null
+hostname bench-vm 2>/dev/null
+results={results}
+cd {cwd} && {env} bash -c {command} > "$results/output.log" 2>&1 < /dev/null
+echo $? > "$results/status.tmp" && mv "$results/status.tmp" "$results/status"
+sync
+echo s > /proc/sysrq-trigger
+echo o > /proc/sysrq-trigger
+sleep 30
+"""
+
+
+def build_initramfs(release: str, cache_dir: Path) -> Path:
+    """The initramfs for kernel ``release`` (cached): tools, 9p/virtio modules and ``/init``."""
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    target = cache_dir / f"initramfs-{release}.cpio.gz"
+    if target.exists():
+        return target
+    archive = _Cpio()
+    binaries = {}
+    for tool in INITRAMFS_TOOLS:
+        path = shutil.which(tool, path="/usr/sbin:/usr/bin:/sbin:/bin")
+        if path is None:
+            raise RuntimeError(f"the VM initramfs needs {tool}, which is not installed")
+        binaries[tool] = os.path.realpath(path)
+    files = set(binaries.values())
+    for binary in binaries.values():
+        files.update(_libraries(binary))
+    for path in sorted(files):
+        archive.file(path, Path(path).read_bytes())
+    archive.symlink("/initramfs/insmod", binaries["kmod"])  # kmod acts on the name it is called by
+    modules = _module_order(release, INITRAMFS_MODULES)
+    for rel in modules:
+        archive.file(f"/modules/{rel}", (Path("/lib/modules") / release / rel).read_bytes(), 0o644)
+    init = _INIT.format(bash=binaries["bash"],
+                        modules=" ".join(shlex.quote(m) for m in modules), tmpfs=" ".join(GUEST_TMPFS))
+    archive.file("/init", init.encode())
+    archive.write(target)
+    return target
+
+
+def _under_tmpfs(path: Path) -> bool:
+    return any(path == Path(d) or Path(d) in path.parents for d in GUEST_TMPFS)
+
+
+def run_in_vm(command: str, results: Path, cache_dir: Path, cwd: Path, timeout_s: float,
+              env: dict[str, str] | None = None, extra_paths: Sequence[Path] = (),
+              memory_mb: int = 2048, cpus: int = 2) -> VmResult:
+    """Boot the VM, run ``command`` (bash) in ``cwd`` inside it, power off; see the module docstring.
+
+    ``results`` is shared writable at the same path. Paths that a guest tmpfs would hide
+    (``cwd``, ``extra_paths`` such as a virtual environment under /tmp) are shared too.
+    """
+    found = find_kernel()
+    if found is None:
+        raise RuntimeError(skip_reason() or "no kernel")
+    image, release = found
+    initrd = build_initramfs(release, cache_dir)
+    results = results.resolve()
+    results.mkdir(parents=True, exist_ok=True)
+    for name in ("status", "output.log", "console.log"):
+        (results / name).unlink(missing_ok=True)
+    shares = [("results", results, False)]
+    for i, path in enumerate(p.resolve() for p in (cwd, *extra_paths)):
+        if _under_tmpfs(path) and not _under_tmpfs_shared(path, [s[1] for s in shares]):
+            shares.append((f"extra{i}", path, True))
+    env_words = " ".join(shlex.quote(f"{k}={v}") for k, v in (env or {}).items())
+    guest = results / "guest-init.sh"
+    guest.write_text(_GUEST.format(results=shlex.quote(str(results)), cwd=shlex.quote(str(cwd.resolve())),
+                                   env=f"env {env_words}" if env_words else "", command=shlex.quote(command)))
+    guest.chmod(0o755)
+    # the initramfs reads the share list and the guest script's path from small extra files
+    initrd_run = results / "initramfs.cpio.gz"
+    extra = _Cpio()
+    extra.file("/shares", "".join(f"{tag} {path}\n" for tag, path, _ in shares).encode(), 0o644)
+    extra.file("/guest", f"{guest}\n".encode(), 0o644)
+    extra_path = results / "initramfs-extra.cpio.gz"
+    extra.write(extra_path)
+    initrd_run.write_bytes(initrd.read_bytes() + extra_path.read_bytes())
+    argv = [QEMU, "-accel", "tcg,thread=multi", "-cpu", "max", "-smp", str(cpus), "-m", str(memory_mb),
+            "-machine", "q35", "-nic", "none", "-no-reboot", "-nographic", "-monitor", "none",
+            "-kernel", str(image), "-initrd", str(initrd_run),
+            "-append", "console=ttyS0 panic=-1 quiet loglevel=4",
+            "-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"]
+    for tag, path, readonly in shares:
+        argv += ["-virtfs", f"local,path={path},mount_tag={tag},security_model=none,multidevs=remap"
+                 + (",readonly=on" if readonly else "")]
+    console = results / "console.log"
+    start = time.monotonic()
+    timed_out = False
+    with open(console, "wb") as out:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        finally:  # the watchdog (and an interrupted test): qemu by its own pid, then reaped
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    wall = time.monotonic() - start
+    status_file = results / "status"
+    status = int(status_file.read_text().strip()) if status_file.exists() else None
+    output = (results / "output.log").read_text(errors="replace") if (results / "output.log").exists() else ""
+    return VmResult(status, output, console.read_text(errors="replace"), wall, timed_out, proc.pid)
+
+
+def _under_tmpfs_shared(path: Path, shared: Sequence[Path]) -> bool:
+    return any(path == s or s in path.parents for s in shared)
