@@ -2,6 +2,7 @@
 
 Servers are one-off (``-1``) and bound to the receiver's traffic address; clients print JSON
 (``-J``), which ``iperf3_parse`` turns into records. Written for iperf3 3.12 (Debian 12).
+``bench parse iperf3 FILE`` also reads saved human-readable outputs (``iperf3_text``).
 
 Bursty traffic: ``bitrate: RATE/BURST`` is iperf3's own ``-b`` pacing (bursts of BURST packets).
 ``on_off: 100ms/100ms`` makes each client a duty cycle: a fixed ``sh`` loop stops the client
