@@ -10,13 +10,13 @@ Statistics are taken per *case*: the labels without the repetition bookkeeping
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from benchharness.core.metrics import gbps_factor, is_metric_name, unit_of
 from benchharness.results import cases, runview
+from benchharness.results.columnar import flat_label
 from benchharness.results.store import RunDir, json_loader
 
 CASE_KEYS = "case_keys"
@@ -45,14 +45,6 @@ def case_columns(df: pd.DataFrame, hosts: bool = True) -> list[str]:
     """Labels that define a case (``results.cases``): test, swept parameters, size and row labels
     of the run(s) the frame was loaded from, and host labels unless ``hosts`` is False."""
     return cases.case_columns(df.columns, df.attrs.get(CASE_KEYS), hosts=hosts)
-
-
-def _stringify(value: Any) -> Any:
-    if isinstance(value, list | tuple):
-        return ",".join(str(v) for v in value)
-    if isinstance(value, dict):
-        return json.dumps(value, sort_keys=True)
-    return value
 
 
 def _is_interval(line: str) -> bool:
@@ -137,7 +129,7 @@ def _finish(run: RunDir, df: pd.DataFrame, label: str | None) -> pd.DataFrame:
         if df[col].dtype == object:
             first = df[col].first_valid_index()  # one look, not a scan of every row
             if first is not None and isinstance(df[col].at[first], list | tuple | dict):
-                df[col] = df[col].map(_stringify)
+                df[col] = df[col].map(flat_label)
     info = run.run_info()
     df["run_id"] = str(info.get("run_id") or run.path.name)
     df["run"] = label or run_label([info])[0]

@@ -165,7 +165,9 @@ def _split(table: pa.Table) -> list[pa.Table]:
     return [table.filter(pc.equal(key, k)) for k in keys]
 
 
-def _joined(value: Any) -> Any:
+def flat_label(value: Any) -> Any:
+    """A list or dict label as text a column can group by (lists comma-joined, dicts as sorted
+    JSON); other values as they are. The JSON-lines loader flattens the same way."""
     if isinstance(value, list | tuple):
         return ",".join(str(v) for v in value)
     if isinstance(value, dict):
@@ -182,14 +184,14 @@ def _column(values: list[Any]) -> tuple[pa.Array, bool]:
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
         arr = None
     if arr is not None and (pa.types.is_nested(arr.type) or pa.types.is_struct(arr.type)):
-        joined = [_joined(v) for v in values]
+        joined = [flat_label(v) for v in values]
         try:
             arr = pa.array(joined)
         except (pa.ArrowInvalid, pa.ArrowTypeError):
             arr = None
         values = joined
     if arr is None:
-        return pa.array([None if v is None else json.dumps(_joined(v), default=str) for v in values],
+        return pa.array([None if v is None else json.dumps(flat_label(v), default=str) for v in values],
                         pa.string()), True
     return arr, False
 
