@@ -330,19 +330,8 @@ class Catalog:
         if host is None and self._by_model(nic):
             return self._points(metric, suite=suite, test=test, case=case, size=size, nic=nic,
                                 exclude=exclude, states=states)
-        where: list[str] = ["m.metric = ?"]
-        args: list[Any] = [metric]
-        for column, value in (("r.suite", suite), ("m.test", test), ("m.case_text", case),
-                              ("m.size_bytes", size)):
-            if value is not None:
-                where.append(f"{column} = ?")
-                args.append(value)
-        if exclude:
-            where.append("r.run_id != ?")
-            args.append(exclude)
-        if states:
-            where.append(f"r.state IN ({','.join('?' * len(states))})")
-            args += list(states)
+        where, args = _series_filters("m", ["m.metric = ?"], [metric], suite=suite, test=test,
+                                      case=case, size=size, exclude=exclude, states=states)
         if host:
             where.append("m.host = ?")
             args.append(host)
@@ -381,19 +370,9 @@ class Catalog:
                 states: Sequence[str]) -> list[Point]:
         """``series`` from the per-run points (medians stored at registration): one row per
         night and case, whatever the number of hosts."""
-        where: list[str] = ["p.metric = ?", "p.nic_model = ?"]
-        args: list[Any] = [metric, nic or ""]
-        for column, value in (("r.suite", suite), ("p.test", test), ("p.case_text", case),
-                              ("p.size_bytes", size)):
-            if value is not None:
-                where.append(f"{column} = ?")
-                args.append(value)
-        if exclude:
-            where.append("r.run_id != ?")
-            args.append(exclude)
-        if states:
-            where.append(f"r.state IN ({','.join('?' * len(states))})")
-            args += list(states)
+        where, args = _series_filters("p", ["p.metric = ?", "p.nic_model = ?"], [metric, nic or ""],
+                                      suite=suite, test=test, case=case, size=size, exclude=exclude,
+                                      states=states)
         clause = " AND ".join(where)  # fixed fragments; every value is a parameter
         sql = ("SELECT p.run_id, r.started, r.started_ts, p.test, p.case_text, p.value, p.hosts "  # noqa: S608
                f"FROM points p JOIN runs r ON r.run_id = p.run_id WHERE {clause}")
@@ -443,3 +422,23 @@ def register_run(run: RunDir, info: Mapping[str, Any] | None = None) -> Path:
     cat.sync()
     cat.register(run, info)
     return cat.path
+
+
+def _series_filters(table: str, where: list[str], args: list[Any], *, suite: str | None,
+                    test: str | None, case: str | None, size: int | None, exclude: str | None,
+                    states: Sequence[str]) -> tuple[list[str], list[Any]]:
+    """WHERE fragments (fixed text) and their parameters for a series over ``measures`` (``m``)
+    or ``points`` (``p``) joined with ``runs`` (``r``)."""
+    where, args = list(where), list(args)
+    for column, value in (("r.suite", suite), (f"{table}.test", test), (f"{table}.case_text", case),
+                          (f"{table}.size_bytes", size)):
+        if value is not None:
+            where.append(f"{column} = ?")
+            args.append(value)
+    if exclude:
+        where.append("r.run_id != ?")
+        args.append(exclude)
+    if states:
+        where.append(f"r.state IN ({','.join('?' * len(states))})")
+        args += list(states)
+    return where, args
