@@ -9,8 +9,8 @@ coverage (``1 - 2 * 0.5**n``, e.g. 87.5 % for n=4) is reported alongside.
 Two runs are compared with a **Welch t-test on log values** (``ratio_test``): throughput and latency
 are positive and their noise is multiplicative, so the difference of log means is the log of the
 ratio of geometric means, and its t-interval is a 95 % interval of the ratio. Unlike the
-Mann-Whitney U test (kept for reference: exact U cannot go below p = 0.1 with three repetitions
-per side), it has power at the 2-5 repetitions benchmarks use. A practical threshold (default 2 %)
+Mann-Whitney U test this harness used before (exact U cannot go below p = 0.1 with three
+repetitions per side), it has power at the 2-5 repetitions benchmarks use. A practical threshold (default 2 %)
 turns tiny but significant differences into "equivalent". scipy gives the t distribution.
 """
 
@@ -114,75 +114,6 @@ def describe(values: Sequence[float]) -> Describe:
         low = high = coverage = math.nan
     return Describe(n, float(np.median(arr)), mean, float(arr[0]), float(arr[-1]), stdev, cv,
                     low, high, coverage)
-
-
-def _rank(values: np.ndarray) -> tuple[np.ndarray, bool]:
-    """Average ranks (1-based) and whether there were ties."""
-    order = np.argsort(values, kind="mergesort")
-    sorted_vals = values[order]
-    ranks = np.empty(values.size, dtype=float)
-    # Start of each run of equal values, and its average rank.
-    starts = np.flatnonzero(np.r_[True, sorted_vals[1:] != sorted_vals[:-1]])
-    ends = np.r_[starts[1:], values.size]
-    avg = (starts + ends + 1) / 2.0
-    ranks[order] = np.repeat(avg, ends - starts)
-    return ranks, bool((ends - starts > 1).any())
-
-
-@lru_cache(maxsize=512)
-def _u_distribution(n1: int, n2: int) -> tuple[float, ...]:
-    """Exact null distribution of U (probabilities for u = 0 .. n1*n2), no ties."""
-    # counts[i][j] as polynomials in u, built with the recursion f(i,j) = f(i-1,j)·x^j + f(i,j-1).
-    prev = [np.zeros(1) for _ in range(n2 + 1)]
-    for j in range(n2 + 1):
-        prev[j] = np.ones(1)
-    for i in range(1, n1 + 1):
-        cur = [np.ones(1)]
-        for j in range(1, n2 + 1):
-            size = i * j + 1
-            poly = np.zeros(size)
-            shifted = prev[j]
-            poly[j:j + shifted.size] += shifted
-            left = cur[j - 1]
-            poly[:left.size] += left
-            cur.append(poly)
-        prev = cur
-    dist = prev[n2]
-    return tuple(dist / dist.sum())
-
-
-def mann_whitney_u(a: Sequence[float], b: Sequence[float]) -> tuple[float, float]:
-    """Two-sided Mann-Whitney U test: ``(U of a, p-value)``."""
-    x = np.asarray(a, dtype=float)
-    y = np.asarray(b, dtype=float)
-    x, y = x[~np.isnan(x)], y[~np.isnan(y)]
-    n1, n2 = x.size, y.size
-    if n1 == 0 or n2 == 0:
-        return math.nan, math.nan
-    ranks, ties = _rank(np.concatenate([x, y]))
-    u1 = float(ranks[:n1].sum() - n1 * (n1 + 1) / 2)
-    u_min = min(u1, n1 * n2 - u1)
-    if not ties and n1 <= 25 and n2 <= 25:
-        dist = _u_distribution(n1, n2)
-        p = 2 * sum(dist[: math.floor(u_min) + 1])
-        return u1, min(1.0, p)
-    n = n1 + n2
-    _, counts = np.unique(np.concatenate([x, y]), return_counts=True)
-    tie_term = float((counts**3 - counts).sum()) / (n * (n - 1))
-    sigma = math.sqrt(n1 * n2 / 12.0 * ((n + 1) - tie_term))
-    if sigma == 0:
-        return u1, 1.0
-    z = (abs(u1 - n1 * n2 / 2) - 0.5) / sigma
-    p = math.erfc(max(z, 0.0) / math.sqrt(2))
-    return u1, min(1.0, p)
-
-
-def min_p_value(n1: int, n2: int) -> float:
-    """Smallest two-sided p the exact U test can give for these sample sizes (no ties)."""
-    if not n1 or not n2:
-        return math.nan
-    log_comb = math.lgamma(n1 + n2 + 1) - math.lgamma(n1 + 1) - math.lgamma(n2 + 1)
-    return min(1.0, 2.0 * math.exp(-log_comb))
 
 
 @dataclass(frozen=True)
@@ -314,12 +245,6 @@ def combine(tests: Sequence[RatioTest], alpha: float = ALPHA,
     ratio, low, high = math.exp(diff), math.exp(diff - half), math.exp(diff + half)
     decision, reason = _decide(n_a, n_b, ratio, low, high, p, alpha, threshold)
     return RatioTest(n_a, n_b, ratio, low, high, p, decision, reason, diff, se, df)
-
-
-def significance(a: Sequence[float], b: Sequence[float], alpha: float = ALPHA,
-                 threshold: float = EQUIVALENCE) -> RatioTest:
-    """Is ``a`` different from ``b``? ``ratio_test(b, a)``: ``a`` relative to the baseline ``b``."""
-    return ratio_test(b, a, alpha=alpha, threshold=threshold)
 
 
 def geomean(values: Sequence[float]) -> float:
