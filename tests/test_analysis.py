@@ -218,7 +218,7 @@ def test_compare_picks_faster_nic_with_ratio() -> None:
     lat = comp.bands[(comp.bands["test"] == "rdma-lat") & (comp.bands["metric"] == "lat_p99_us")]
     assert lat.iloc[0]["winner"] == "CX7 · fw 28.39" and "lower" in lat.iloc[0]["verdict"]
     kinds = {w["kind"] for w in comp.warnings}
-    assert {"pcie_downgraded", "thermal"} <= kinds
+    assert "pcie_link" in kinds  # the preflight finding; its NIC sensor peaks near 85 °C, under the NIC limits
     assert comp.verdicts and comp.verdicts[0]["run"] == "CX6 · fw 22.36"
     cost = {c["run"]: c for c in comp.cost if c["metric"] == "bw_avg_gbps" and c["test"] == "rdma-bw"}
     assert cost["CX6 · fw 22.36"]["price_usd"] == 1200

@@ -274,8 +274,8 @@ def test_preflight_names_a_rail_given_a_far_gpu(tmp_path: Path) -> None:
     assert len(topo) == 8  # one per rail, not one per GPU: gpus=8 is a count
     (bad,) = [v for v in topo if v.status != "pass"]
     assert bad.status == "fail" and bad.message.startswith(
-        "rail2 GPU0 <-> mlx5_3: SYS (across the inter-socket link), but GPU5 is PIX (same PCIe switch)")
-    assert "rail5 GPU2 <-> mlx5_6: PIX (same PCIe switch)" in {v.message for v in topo}
+        "rail2 mlx5_3 (ens3np0): GPU0 <-> mlx5_3: SYS (across the inter-socket link), but GPU5 is PIX (same PCIe switch)")
+    assert "rail5 mlx5_6 (ens6np0): GPU2 <-> mlx5_6: PIX (same PCIe switch)" in {v.message for v in topo}
 
 
 def test_gpus_as_a_count_means_every_gpu() -> None:

@@ -45,7 +45,7 @@ def test_single_run_report_has_every_section(run_html: str) -> None:
                  "Throughput vs message size", "Latency percentiles vs message size",
                  "Bus bandwidth vs message size", "bw_avg_gbps over time", "All-pairs bw_avg_gbps",
                  "Telemetry", "Preflight checks", "Host facts", "NICs", "Hottest sensor per host",
-                 "CPU use per host", "Counter deltas per step", "rx_discards_phy", "pcie_downgraded",
+                 "CPU use per host", "Counter deltas per step", "rx_discards_phy", "eth0 PCIe x8 (capable x16)",
                  "line rate", "95% CI of median"):
         assert text in run_html, text
     # one SVG per chart, each with drawn series

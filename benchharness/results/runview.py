@@ -12,9 +12,11 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from benchharness.core.model import Host, Rail
+from benchharness.core.values import as_list
 from benchharness.results.store import RunDir
+from benchharness.telemetry import host_checks
 
-THERMAL_LIMIT_C = 85.0
 _SPEED_KEYS_GBPS = ("speed_gbps", "link_speed_gbps", "rate_gbps", "line_rate_gbps", "nic_line_rate_gbps")
 _SPEED_KEYS_MBPS = ("speed_mbps", "speed", "link_speed_mbps")
 _SPLIT_HOSTS = re.compile(r"\s*(?:<->|<-|->|,|\||\s)\s*")
@@ -193,60 +195,26 @@ def inventory_rails(host: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [dict(r) for r in rails if isinstance(r, Mapping) and r.get("name")]
 
 
-def _pcie_downgrades(host: str, nic: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """PCIe link running below its capability (``x_width`` vs ``x_max_width`` style keys)."""
-    flat = flatten(nic)
-    found = []
-    for key, value in flat.items():
-        leaf = key.split(".")[-1]
-        if "max" in leaf or not re.search(r"(width|speed)", leaf) or "pcie" not in key.lower():
-            continue
-        prefix = key[: -len(leaf)]
-        for cap_leaf in (f"max_{leaf}", leaf.replace("link_", "max_link_"), f"{leaf}_max",
-                         leaf.replace("current", "max"), leaf.replace("cur_", "max_")):
-            cap = flat.get(prefix + cap_leaf)
-            if cap_leaf == leaf or cap is None:
-                continue
-            now, best = _as_float(value), _as_float(cap)
-            if now and best and now < best:
-                name = nic.get("name") or nic.get("netdev") or "NIC"
-                found.append({"host": host, "kind": "pcie_downgraded",
-                              "message": f"{name}: PCIe {leaf} {value} below capability {cap}"})
-            break
-    return found
-
-
 def telemetry_warnings(run: RunDir, info: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-    """Things in telemetry that may explain a result: failed/warned preflight checks, PCIe links
-    below capability, NIC NUMA node differing from the benchmark's NUMA binding, link speed below
-    the inventory line rate, and temperatures at or above ``THERMAL_LIMIT_C``."""
+    """Things in telemetry that may explain a result, as the one judge of host facts found them
+    (``telemetry.host_checks``): the failed and warned preflight findings (per rail: PCIe link,
+    NUMA node, link state and speed, GID, temperatures ...), and temperatures the samplers read
+    during the run at or above their sensor's limit. A run without ``preflight.json`` (older runs)
+    has its stored facts judged now, against the rails of its inventory snapshot."""
     info = info if info is not None else run.run_info()
+    records = read_preflight(run)
+    if not records:
+        records = [f.record() for f in _judge_stored_facts(run, info)]
     warnings: list[dict[str, Any]] = []
-    for v in read_preflight(run):
+    for v in records:
         if str(v.get("status", "")).lower() in ("fail", "warn", "failed", "warning"):
             warnings.append({"host": v.get("host"), "kind": v.get("check", "preflight"),
-                             "message": str(v.get("message", ""))})
-    inv = inventory_hosts(info)
-    for host, hf in read_facts(run).items():
-        hvars = inv.get(host, {})
-        want_numa = hvars.get("numa_node", hvars.get("numa"))
-        for nic in nic_entries(hf):
-            warnings.extend(_pcie_downgrades(host, nic))
-            node = nic.get("numa_node")
-            if want_numa is not None and node is not None and str(node) != str(want_numa) \
-                    and str(node) != "-1":
-                warnings.append({"host": host, "kind": "numa_mismatch",
-                                 "message": f"{nic.get('name', 'NIC')} on NUMA node {node}, "
-                                            f"benchmark bound to node {want_numa}"})
-        rate = _as_float(hvars.get("nic_line_rate_gbps"))
-        seen = detected_line_rate(hf, hvars.get("netdev") or hvars.get("rdma_dev"))
-        if rate and seen and seen < rate:
-            warnings.append({"host": host, "kind": "link_speed",
-                             "message": f"link at {seen:g} Gbit/s, inventory says {rate:g}"})
-    for host, peak in max_temperatures(run).items():
-        if peak >= THERMAL_LIMIT_C:
-            warnings.append({"host": host, "kind": "thermal",
-                             "message": f"temperature reached {peak:.0f} °C"})
+                             "message": str(v.get("message", "")), "rail": v.get("rail"), "nic": v.get("nic")})
+    for host, sensors in sensor_peaks(run).items():
+        for name, peak in sensors.items():
+            finding = host_checks.judge_sensor(host, name, peak)
+            if finding.status in ("fail", "warn"):
+                warnings.append({"host": host, "kind": "thermal", "message": finding.message})
     seen_keys: set[tuple[Any, ...]] = set()
     unique = []
     for w in warnings:
@@ -255,6 +223,52 @@ def telemetry_warnings(run: RunDir, info: Mapping[str, Any] | None = None) -> li
             seen_keys.add(key)
             unique.append(w)
     return unique
+
+
+def _judge_stored_facts(run: RunDir, info: Mapping[str, Any]) -> list[host_checks.Finding]:
+    """Findings over the run's stored probe facts, hosts and rails rebuilt from its inventory snapshot."""
+    inv = inventory_hosts(info)
+    found: list[host_checks.Finding] = []
+    for name, hf in read_facts(run).items():
+        if not isinstance(hf, Mapping) or "nics" not in hf:
+            continue
+        hvars = {k: v for k, v in inv.get(name, {}).items() if k != "rails"}
+        rails = tuple(Rail(index=i, netdev=r.get("netdev"), rdma_dev=r.get("rdma_dev"),
+                           rdma_port=int(r.get("rdma_port") or 1), data_ip=r.get("data_ip"),
+                           numa_node=_int(r.get("numa_node")), line_rate_gbps=_as_float(r.get("line_rate_gbps")),
+                           nearest_gpus=tuple(int(g) for g in as_list(r.get("nearest_gpus"))),
+                           serial=r.get("serial"))
+                      for i, r in enumerate(inventory_rails(inv.get(name, {}))))
+        host = Host(name, str(hvars.get("ansible_host") or name), vars=hvars, rails=rails)
+        found += [f for f in host_checks.judge(host, hf, required_tools=()) if f.check != "cpu_governor"]
+    return found
+
+
+def _int(value: Any) -> int | None:
+    try:
+        return int(value) if value is not None and str(value) != "" else None
+    except (TypeError, ValueError):
+        return None
+
+
+def sensor_peaks(run: RunDir) -> dict[str, dict[str, float]]:
+    """Host -> sensor -> hottest reading in the samplers (``temps`` of each line)."""
+    root = run.path / "telemetry" / "samples"
+    out: dict[str, dict[str, float]] = {}
+    for path in sorted(root.glob("*/*.jsonl")) if root.is_dir() else []:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                try:
+                    rec = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                temps = rec.get("temps") if isinstance(rec, Mapping) else None
+                for name, value in temps.items() if isinstance(temps, Mapping) else []:
+                    v = _as_float(value)
+                    if v is not None:
+                        peaks = out.setdefault(path.stem, {})
+                        peaks[name] = max(v, peaks.get(name, -math.inf))
+    return out
 
 
 def read_preflight(run: RunDir) -> list[dict[str, Any]]:

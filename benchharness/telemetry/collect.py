@@ -11,7 +11,6 @@ import json
 import sys
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict
 from importlib import resources
 from typing import Any, Protocol
 
@@ -66,12 +65,24 @@ def host_python(host: Host) -> str:
     return str(host.var("telemetry_python") or ("python3" if not host.local else sys.executable))
 
 
+def probe_argv(host: Host, path: str) -> list[str]:
+    """The probe's command line: ``telemetry_root`` (a sysfs/procfs tree read instead of the host's
+    own, a lab host standing for a GPU node) and ``telemetry_path`` (directories put first on PATH:
+    stand-in nvidia-smi / amd-smi) from the inventory."""
+    argv = [host_python(host), path]
+    if host.var("telemetry_root"):
+        argv += ["--root", str(host.var("telemetry_root"))]
+    for d in as_list(host.var("telemetry_path")):
+        argv += ["--path-prefix", str(d)]
+    return argv
+
+
 def probe_host(transport: Transport, timeout: float = 90.0) -> dict[str, Any]:
     """Facts of one host as the probe prints them; ``{"available": false, ...}`` when it fails."""
     host = transport.host
     try:
         path = stage_script(transport, "probe.py")
-        rc, out, err, timed_out = transport.run([host_python(host), path], timeout=timeout)
+        rc, out, err, timed_out = transport.run(probe_argv(host, path), timeout=timeout)
     except BenchError as exc:
         return {"available": False, "reason": exc.message, "host": {"name": host.name}}
     if timed_out:
@@ -100,14 +111,32 @@ def step_pairs(steps: Sequence[Step]) -> list[tuple[str, str]]:
 
 
 def sampler_argv(host: Host, path: str, interval: float) -> list[str]:
+    """The sampler's command line, watching every rail of ``host`` (its netdevs and RDMA ports)."""
     argv = [host_python(host), path, "--interval", str(interval), "--edge-snapshots", "--stop-on-eof"]
-    for netdev in as_list(host.var("netdev")):
-        argv += ["--netdev", netdev]
-    for dev in as_list(host.var("rdma_dev")):
-        argv += ["--rdma-dev", dev]
-    if host.var("rdma_port"):
-        argv += ["--rdma-port", str(host.var("rdma_port"))]
+    if host.var("telemetry_root"):
+        argv += ["--root", str(host.var("telemetry_root"))]
+    rails = host.nics()
+    for netdev in dict.fromkeys(r.netdev for r in rails if r.netdev):
+        argv += ["--netdev", str(netdev)]
+    for rail in rails:
+        if rail.rdma_dev:
+            argv += ["--rdma-dev", f"{rail.rdma_dev}/{rail.rdma_port}" if host.rails or host.var("rdma_port")
+                     else str(rail.rdma_dev)]
     return argv
+
+
+def rail_counters(host: Host, d: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Counter highlights per rail (``rail3`` -> highlights) from one host's step delta."""
+    from benchharness.telemetry.parsers._counter_names import highlights
+
+    out: dict[str, dict[str, Any]] = {}
+    counters = d.get("counters") or {}
+    for rail in host.nics():
+        objects = {o for o in (rail.netdev, f"{rail.rdma_dev}/{rail.rdma_port}") if o}
+        mine = {k: v for k, v in counters.items() if k.count(":") >= 2 and k.split(":")[1] in objects}
+        if mine:
+            out[rail.name] = highlights(mine)
+    return out
 
 
 
@@ -138,16 +167,19 @@ class TelemetryObserver:
         self.preflight: list[Verdict] = []
         self._samplers: dict[str, list[tuple[Host, Process]]] = {}
         self._paths: dict[str, str] = {}
+        self._hosts: dict[str, Host] = {}
 
     def start_run(self, runner: Runner) -> None:
-        from benchharness.telemetry.preflight import run_checks
+        from benchharness.telemetry.preflight import run_findings, to_verdict
 
         hosts = [h for h in runner.plan.hosts if h.name not in runner.down]
         self.facts = probe_all([runner.transport(h) for h in hosts])
         for name, facts in self.facts.items():
             runner.run_dir.write_json(f"telemetry/facts/{safe_name(name)}.json", facts)
-        self.preflight = run_checks(self.facts, hosts, step_pairs(runner.plan.steps))
-        runner.run_dir.write_json("telemetry/preflight.json", [asdict(v) for v in self.preflight])
+        records = run_findings(self.facts, hosts, step_pairs(runner.plan.steps))
+        self.preflight = [to_verdict(r) for r in records]
+        self._hosts = {h.name: h for h in hosts}
+        runner.run_dir.write_json("telemetry/preflight.json", records)
         if self.per_step:
             for host in hosts:
                 try:
@@ -157,7 +189,8 @@ class TelemetryObserver:
 
     def before_step(self, runner: Runner, step: Step) -> None:
         started = []
-        for host in {h.name: h for h in step.hosts}.values():
+        # a step's hosts may be rail views (one NIC each): the sampler watches every rail of the host
+        for host in {h.name: self._hosts.get(h.name, h) for h in step.hosts}.values():
             path = self._paths.get(host.name)
             if path is None or host.name in runner.down:
                 continue
@@ -186,6 +219,14 @@ class TelemetryObserver:
                 counters[host.name] = d
                 records.append({**step.sample_labels(), "kind": "counters", "host": host.name,
                                 **{f"ctr_{k}": v for k, v in _flat_highlights(d).items()}})
+                full = self._hosts.get(host.name, host)
+                per_rail = rail_counters(full, d) if len(full.nics()) > 1 else {}
+                if per_rail:
+                    d["rails"] = per_rail
+                for rail, hl in per_rail.items():
+                    records.append({**step.sample_labels(), "kind": "counters", "host": host.name,
+                                    "counter_rail": rail,
+                                    **{f"ctr_{k}": v for k, v in _flat_highlights({"highlights": hl}).items()}})
         if counters:
             runner.run_dir.write_json(f"telemetry/counters/{safe_name(step.id)}.json", counters)
             runner.run_dir.append_samples(records)

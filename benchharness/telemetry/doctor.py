@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -98,7 +97,7 @@ def ping(hosts: Sequence[Host], echo: Any = print) -> int:
 
 def doctor(hosts: Sequence[Host], out: str | None = None, echo: Any = print) -> int:
     """Probe ``hosts``, print facts and verdicts; exit 1 on a failed check, 3 if a host is unreachable."""
-    from benchharness.telemetry.preflight import run_checks
+    from benchharness.telemetry.preflight import run_findings, to_verdict
 
     transports = [transport_for(h) for h in hosts]
     try:
@@ -106,12 +105,14 @@ def doctor(hosts: Sequence[Host], out: str | None = None, echo: Any = print) -> 
     finally:
         for t in transports:
             t.close()
-    verdicts = run_checks(facts, list(hosts), None)
+    records = run_findings(facts, list(hosts), None)
+    verdicts = [to_verdict(r) for r in records]
     for name, f in facts.items():
         echo(fact_line(name, f))
     for v in verdicts:
         if v.status != "pass":
-            echo(f"  {_MARK[v.status]:<4} {v.check} {v.host or ''}: {v.message}")
+            where = f"{v.host}.{v.rail}" if v.host and v.rail else v.host or ""
+            echo(f"  {_MARK[v.status]:<4} {v.check} {where}: {v.message}")
     echo("how each host was reached:")
     for h in hosts:
         echo(f"  {reach_line(h)}")
@@ -120,7 +121,7 @@ def doctor(hosts: Sequence[Host], out: str | None = None, echo: Any = print) -> 
     echo(f"{len(hosts)} host(s): {counts['fail']} failed, {counts['warn']} warnings, {counts['pass']} passed"
          + (f"; no facts from {', '.join(unreachable)}" if unreachable else ""))
     if out:
-        Path(out).write_text(json.dumps({"facts": facts, "verdicts": [asdict(v) for v in verdicts]},
+        Path(out).write_text(json.dumps({"facts": facts, "verdicts": records},
                                         indent=2, default=str) + "\n")
     if unreachable:
         return EXIT_STEPS_FAILED

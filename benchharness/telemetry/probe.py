@@ -3,13 +3,14 @@
 
 Copied to each host and run with the host's own interpreter::
 
-    python3 probe.py [--root DIR] [--no-commands] [--include-virtual] [--timeout S]
+    python3 probe.py [--root DIR] [--path-prefix DIR] [--no-commands] [--include-virtual] [--timeout S]
 
 Standard library only and no imports from benchharness; it runs on Python 3.6 and later (RHEL 8's
 python3), hence ``typing`` generics below. Every missing source is recorded as
 ``{"available": false, "reason": "..."}``; every external command runs with a timeout; every section
 is wrapped so that the probe never crashes. ``--root`` reads sysfs/procfs/etc under DIR (captured
-trees in tests); ``--no-commands`` skips external commands. Complex command outputs (``nvidia-smi
+trees in tests, lab hosts standing for GPU nodes); ``--path-prefix`` puts directories first on PATH
+(stand-in ``nvidia-smi``/``amd-smi`` of such a lab host); ``--no-commands`` skips external commands. Complex command outputs (``nvidia-smi
 topo -m``, ``ethtool -m``, ``amd-smi``) are kept raw for the parsers on the controller side.
 """
 # Python 3.6 compatible on purpose: typing generics, no capture_output/text=, no zip(strict=).
@@ -70,6 +71,24 @@ def _first_version(text: str) -> Optional[str]:
     m = re.search(r"(?:Version:?|version)\s*:?\s*v?(\d+(?:\.\d+)+)", text)
     m = m or re.search(r"(\d+\.\d+(?:\.\d+)*)", text)
     return m.group(1) if m else None
+
+
+def _pci_path(pci_dir: Optional[str]) -> List[str]:
+    """Root complex (``pci0000:00``) and every PCI function from it down to the device."""
+    if not pci_dir:
+        return []
+    parts = pci_dir.split(os.sep)
+    out = [p for p in parts if p.startswith("pci") and re.match(r"^pci[0-9a-fA-F]{4}:[0-9a-fA-F]{2}$", p)][:1]
+    return out + [p for p in parts if _PCI_ADDR.match(p)]
+
+
+def _header_version(text: Optional[str]) -> Optional[str]:
+    """``2.20.5`` from the ``#define NCCL_MAJOR 2`` ... lines of nccl.h / rccl.h."""
+    found = {k: re.search(r"^#define\s+NCCL_" + k + r"\s+(\d+)", text or "", re.MULTILINE)
+             for k in ("MAJOR", "MINOR", "PATCH")}
+    if not all(found.values()):
+        return None
+    return ".".join(m.group(1) for m in found.values() if m)
 
 
 class Probe:
@@ -291,6 +310,7 @@ class Probe:
             numa = _int(self._read_abs(pci_dir, "numa_node"))
             rec["numa_node"] = numa if numa is not None and numa >= 0 else None
             rec["local_cpulist"] = self._read_abs(pci_dir, "local_cpulist")
+            rec["pci_path"] = _pci_path(pci_dir)
             try:
                 rec["rdma_devices"] = sorted(os.listdir(os.path.join(pci_dir, "infiniband")))
             except OSError:
@@ -344,6 +364,13 @@ class Probe:
                 d[key] = self.read(base, dev, key)
             pci_dir = self.pci_dir(base + "/" + dev + "/device")
             d["pci_address"] = os.path.basename(pci_dir) if pci_dir else None
+            # the device's own PCIe link and NUMA node: a rail judged by its RDMA device alone
+            d["pcie"] = self.pcie_link(pci_dir)
+            numa = _int(self._read_abs(pci_dir, "numa_node")) if pci_dir else None
+            d["numa_node"] = numa if numa is not None and numa >= 0 else None
+            d["pci_path"] = _pci_path(pci_dir)
+            driver = self.path(base, dev, "device", "driver")
+            d["driver"] = os.path.basename(os.path.realpath(driver)) if os.path.exists(driver) else None
             for port in self.listdir(base, dev, "ports"):
                 d["ports"].append(self.rdma_port(base + "/" + dev + "/ports/" + port, int(port)))
             devices.append(d)
@@ -419,23 +446,39 @@ class Probe:
             out["static_json"] = amd["stdout"]
             metric = self.run(["amd-smi", "metric", "--json"], timeout=15)
             out["metric_json"] = metric.get("stdout") if metric["available"] else None
+            out["amd_topology"] = self.amd_topology()
+            return out
+        rocm = self.run(["rocm-smi", "--showtemp"], timeout=15)
+        if rocm["available"] and rocm["rc"] == 0:
+            out["vendor"] = "amd"
+            out["rocm_smi_temp"] = rocm["stdout"]
+            out["amd_topology"] = self.amd_topology()
             return out
         out["devices"] = unavailable("nvidia-smi: {}; amd-smi: {}".format(
             nv.get("reason") or "rc {}".format(nv.get("rc")), amd.get("reason") or "rc {}".format(amd.get("rc"))))
         return out
 
+    def amd_topology(self) -> Dict[str, Any]:
+        """``amd-smi topology`` (GPU BDFs, link types), else ``rocm-smi --showtopo`` (NUMA nodes)."""
+        for tool, argv in (("amd-smi", ["amd-smi", "topology"]), ("rocm-smi", ["rocm-smi", "--showtopo"])):
+            res = self.run(argv, timeout=15)
+            if res["available"] and res["rc"] == 0 and res["stdout"].strip():
+                return {"available": True, "tool": tool, "text": res["stdout"]}
+        return unavailable("neither amd-smi topology nor rocm-smi --showtopo answered")
+
     def pci_gpus(self) -> List[Dict[str, Any]]:
-        """GPUs seen in sysfs (vendor NVIDIA/AMD, display or 3D class) with their PCIe link."""
+        """GPUs seen in sysfs (vendor NVIDIA/AMD; VGA, 3D or display class) with their PCIe link and path."""
         found = []
         base = "sys/bus/pci/devices"
         for addr in self.listdir(base):
             cls, vendor = self.read(base, addr, "class") or "", self.read(base, addr, "vendor") or ""
-            if vendor in ("0x10de", "0x1002") and cls[:6] in ("0x0300", "0x0302"):
+            # 0x0380: "display controller", the class of AMD Instinct (MI200/MI300) accelerators
+            if vendor in ("0x10de", "0x1002") and cls[:6] in ("0x0300", "0x0302", "0x0380"):
                 pci_dir = os.path.realpath(self.path(base, addr))
                 numa = _int(self.read(base, addr, "numa_node"))
                 found.append({"pci_address": addr, "vendor": vendor, "device": self.read(base, addr, "device"),
                               "numa_node": numa if numa is not None and numa >= 0 else None,
-                              "pcie": self.pcie_link(pci_dir)})
+                              "pcie": self.pcie_link(pci_dir), "pci_path": _pci_path(pci_dir)})
         return found
 
     # -- fabric: PCIe ACS on the path to each RDMA NIC and GPU, RoCE QoS of each RDMA netdev ----
@@ -527,6 +570,9 @@ class Probe:
         with ThreadPoolExecutor(max_workers=len(checks)) as pool:
             results = dict(zip(checks, pool.map(version, checks.values())))
         results["nccl-tests"] = self.nccl_tests()
+        rccl = self.rccl_version()
+        results["rccl"] = {"available": True, "version": rccl} if rccl else unavailable(
+            "no rccl.h under /opt/rocm*/include")
         results["python"] = {"available": True, "version": platform.python_version(),
                              "executable": sys.executable}
         return results
@@ -548,6 +594,16 @@ class Probe:
             out = {"available": True, "path": found}
         out["nccl_version"] = nccl.group(1) if nccl else None
         return out
+
+    def rccl_version(self) -> Optional[str]:
+        """RCCL's version from its installed header (the library name carries ROCm's, not RCCL's)."""
+        dirs = sorted(glob.glob(self.path("opt", "rocm*", "include")), reverse=True)
+        for d in dirs:
+            for name in ("rccl/rccl.h", "rccl.h"):
+                version = _header_version(self._read_abs(d, name))
+                if version:
+                    return version
+        return None
 
     # -- all -----------------------------------------------------------------------------------
     def collect(self) -> Dict[str, Any]:
@@ -578,7 +634,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--no-commands", action="store_true", help="run no external commands")
     parser.add_argument("--include-virtual", action="store_true", help="list virtual interfaces too")
     parser.add_argument("--timeout", type=float, default=5.0, help="seconds per external command")
+    parser.add_argument("--path-prefix", action="append", default=[],
+                        help="directory searched first for commands (stand-in nvidia-smi, amd-smi ...)")
     args = parser.parse_args(argv)
+    if args.path_prefix:
+        os.environ["PATH"] = os.pathsep.join([*args.path_prefix, os.environ.get("PATH", "")])
     probe = Probe(args.root, commands=not args.no_commands, include_virtual=args.include_virtual,
                   timeout=args.timeout)
     json.dump(probe.collect(), sys.stdout, indent=1, sort_keys=True, default=str)

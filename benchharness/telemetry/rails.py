@@ -1,5 +1,6 @@
-"""A host's rails as the host itself reports them: GPU<->NIC affinity from ``nvidia-smi topo -m``,
-and ``rails=auto`` (the probe's NICs, RDMA devices, addresses and GPU topology -> Rails).
+"""A host's rails as the host itself reports them: GPU<->NIC affinity from ``nvidia-smi topo -m``
+(or, for AMD and hosts without the matrix, from the PCI paths in sysfs with the GPU order and NUMA
+nodes of ``amd-smi topology`` / ``rocm-smi --showtopo``), and ``rails=auto`` (the probe's NICs, RDMA devices, addresses and GPU topology -> Rails).
 
 Nearest GPU: per NIC the GPUs ranked by their relation (PIX < PXB < PHB < NODE < SYS); NICs
 taken in order each get the best-ranked GPU that no earlier NIC took (two NICs behind one
@@ -61,8 +62,15 @@ def nearest_gpus(topo_text: str, nics: Sequence[str], gpus: Sequence[int] | None
     relations: dict[str, dict[int, str]] = {}
     for nic in nics:
         col = nic_column(parsed, nic)
-        rel = gpu_relations(parsed, col) if col else {}
-        relations[nic] = {g: r for g, r in rel.items() if gpus is None or g in gpus}
+        relations[nic] = gpu_relations(parsed, col) if col else {}
+    return assign_nearest(relations, gpus)
+
+
+def assign_nearest(relations: Mapping[str, Mapping[int, str]], gpus: Sequence[int] | None = None
+                   ) -> dict[str, tuple[int, ...]]:
+    """NIC -> GPUs nearest it from NIC -> {GPU: relation}, as ``nearest_gpus`` explains."""
+    nics = list(relations)
+    relations = {n: {g: r for g, r in rel.items() if gpus is None or g in gpus} for n, rel in relations.items()}
     taken: set[int] = set()
     out: dict[str, tuple[int, ...]] = {}
     # NICs under a switch with a GPU choose first (PIX before PXB); a far NIC takes no GPU from them
@@ -87,6 +95,87 @@ def gpu_numa(topo_text: str) -> dict[int, int | None]:
     parsed = parse_nvidia_topo(topo_text)
     return {int(dev[3:]): (parsed["affinity"].get(dev) or {}).get("numa")
             for dev in parsed["devices"] if re.fullmatch(r"GPU\d+", dev)}
+
+
+def pci_relation(a: Sequence[str], b: Sequence[str], numa_a: int | None, numa_b: int | None) -> str | None:
+    """``nvidia-smi topo -m``'s word for two devices from their PCI paths (``probe._pci_path``:
+    root complex, then each PCI function down to the device): PIX under one switch (same parent
+    bridge's parent), PXB below one root port, PHB same root complex, NODE another root complex on
+    the same NUMA node, SYS across NUMA nodes. None when a path is unknown."""
+    if not a or not b:
+        return None
+    common = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        common += 1
+    if common == 0:
+        return "NODE" if numa_a is not None and numa_a == numa_b else "SYS"
+    if common == 1:
+        return "PHB"
+    if len(a) - common <= 2 and len(b) - common <= 2 and common >= len(a) - 2 and common >= 3:
+        return "PIX"
+    return "PXB"
+
+
+def gpu_table(facts: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The host's GPUs by index: ``index``, ``bdf``, ``numa`` and ``pci_path``, from nvidia-smi
+    (index, bus id; NUMA from ``topo -m``), or for AMD from ``amd-smi topology`` (GPU index = its
+    BDF's position) and ``rocm-smi --showtopo`` (NUMA), else sysfs GPUs in bus order (how both
+    vendors' tools number them)."""
+    from benchharness.telemetry.parsers.amd_gpu import parse_amd_smi_topology, parse_rocm_smi_topo
+
+    gpus = facts.get("gpus") or {}
+    pci = {str(g.get("pci_address")).lower(): g for g in gpus.get("pci") or [] if isinstance(g, Mapping)}
+    order: list[str] = sorted(pci)
+    numa: dict[int, int | None] = {}
+    devices = gpus.get("devices")
+    topo = gpus.get("topology") or {}
+    amd = gpus.get("amd_topology") or {}
+    if gpus.get("vendor") == "nvidia" and isinstance(devices, list):
+        ids = {}
+        for d in devices:
+            bus = str(d.get("pci.bus_id") or "").lower()
+            m = re.search(r"([0-9a-f]{4}):([0-9a-f]{2}:[0-9a-f]{2}\.[0-7])$", bus[-12:]) if bus else None
+            if m and str(d.get("index", "")).isdigit():
+                ids[int(d["index"])] = f"{m.group(1)}:{m.group(2)}"
+        order = [ids[i] for i in sorted(ids)] or order
+        if topo.get("text"):
+            numa = gpu_numa(topo["text"])
+    elif amd.get("text"):
+        if amd.get("tool") == "amd-smi":
+            order = [b.lower() for b in parse_amd_smi_topology(amd["text"])["gpus"]] or order
+        else:
+            numa = {k: v for k, v in parse_rocm_smi_topo(amd["text"])["numa"].items()}
+    out = []
+    for i, bdf in enumerate(order):
+        dev = pci.get(bdf) or {}
+        node = numa.get(i)
+        out.append({"index": i, "bdf": bdf, "numa": node if node is not None else dev.get("numa_node"),
+                    "pci_path": list(dev.get("pci_path") or [])})
+    return out
+
+
+def nic_gpu_relations(facts: Mapping[str, Any], rdma_dev: str) -> dict[int, str]:
+    """GPU index -> relation to one RDMA NIC: ``nvidia-smi topo -m`` where the host has it, else
+    from the PCI paths of the NIC and of each GPU in sysfs (AMD, or NVIDIA without the matrix)."""
+    topo = ((facts.get("gpus") or {}).get("topology") or {}).get("text")
+    if topo:
+        parsed = parse_nvidia_topo(topo)
+        col = nic_column(parsed, rdma_dev)
+        rel = gpu_relations(parsed, col) if col else {}
+        if rel:
+            return rel
+    dev = next((d for d in (facts.get("rdma") or {}).get("devices") or []
+                if isinstance(d, Mapping) and d.get("device") == rdma_dev), None)
+    if not dev or not dev.get("pci_path"):
+        return {}
+    out: dict[int, str] = {}
+    for gpu in gpu_table(facts):
+        word = pci_relation(dev["pci_path"], gpu["pci_path"], dev.get("numa_node"), gpu["numa"])
+        if word:
+            out[int(gpu["index"])] = word
+    return out
 
 
 def relation(topo_text: str, nic: str, gpu: int, position: int | None = None) -> str | None:
@@ -131,7 +220,7 @@ def rails_from_facts(facts: Mapping[str, Any], management: str | None = None) ->
     (not the management address), those under one PCIe switch with a GPU when the GPU topology is
     known (the others are storage NICs); ordered by nearest GPU, then device name."""
     nics = [n for n in ((facts.get("nics") or {}).get("devices") or []) if isinstance(n, Mapping)]
-    rdma = {d.get("name"): d for d in ((facts.get("rdma") or {}).get("devices") or []) if isinstance(d, Mapping)}
+    rdma = {d.get("device") or d.get("name"): d for d in ((facts.get("rdma") or {}).get("devices") or []) if isinstance(d, Mapping)}
     found: list[tuple[Mapping[str, Any], str | None, str]] = []
     for nic in nics:
         devs = nic.get("rdma_devices") or []
@@ -141,18 +230,16 @@ def rails_from_facts(facts: Mapping[str, Any], management: str | None = None) ->
     if not found:  # no RDMA NIC at all (TCP-only hosts, lab namespaces): every addressed data NIC
         found = [(n, None, str(a[0])) for n in nics
                  if (a := [x for x in n.get("ipv4") or [] if x != management]) and n.get("netdev") != "lo"]
-    topo = ((facts.get("gpus") or {}).get("topology") or {}).get("text") or ""
     near: dict[str, tuple[int, ...]] = {}
-    if topo and all(dev for _, dev, _ in found):
+    if all(dev for _, dev, _ in found):
         names = [str(dev) for _, dev, _ in sorted(found, key=lambda f: _natural(str(f[1])))]
-        near = nearest_gpus(topo, names)
-        parsed = parse_nvidia_topo(topo)
-        compute = [f for f in found if near.get(str(f[1])) and any(
-            gpu_relations(parsed, nic_column(parsed, str(f[1])) or "").get(g) in NEAR
-            for g in near[str(f[1])])]
-        found = compute or found
+        relations = {n: nic_gpu_relations(facts, n) for n in names}
+        if any(relations.values()):
+            near = assign_nearest(relations)
+            compute = [f for f in found if any(relations[str(f[1])].get(g) in NEAR for g in near[str(f[1])])]
+            found = compute or found
     found.sort(key=lambda f: ((near.get(str(f[1])) or (999,))[0], _natural(str(f[1] or f[0].get("netdev")))))
-    numa_of = gpu_numa(topo) if topo else {}
+    numa_of = {int(g["index"]): g["numa"] for g in gpu_table(facts)}
     rails = []
     for i, (nic, dev, addr) in enumerate(found):
         ports = (rdma.get(dev) or {}).get("ports") or [] if dev else []

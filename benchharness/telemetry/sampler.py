@@ -238,9 +238,11 @@ def snapshot(root: str, netdevs: List[str], rdma_devs: List[str], port: Optional
                 counters[f"net:{nd}:{name}"] = value
     ib = os.path.join(root, "sys/class/infiniband")
     devs = rdma_devs or (sorted(os.listdir(ib)) if os.path.isdir(ib) else [])
-    for dev in devs:
+    for name in devs:
+        dev, _, own_port = name.partition("/")  # DEV/PORT: one rail's port; DEV: --rdma-port or all
         ports_dir = os.path.join(ib, dev, "ports")
-        ports = [str(port)] if port else (sorted(os.listdir(ports_dir)) if os.path.isdir(ports_dir) else [])
+        ports = [own_port] if own_port else [str(port)] if port else (
+            sorted(os.listdir(ports_dir)) if os.path.isdir(ports_dir) else [])
         for p in ports:
             for sub, prefix in (("counters", "ib"), ("hw_counters", "ib_hw")):
                 d = os.path.join(ports_dir, p, sub)
@@ -265,7 +267,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--no-psutil", action="store_true", help="read /proc and /sys even if psutil imports")
     parser.add_argument("--root", default="/", help="read /proc and /sys under DIR")
     parser.add_argument("--snapshot", action="store_true", help="print one JSON snapshot of raw counters")
-    parser.add_argument("--rdma-dev", action="append", default=[])
+    parser.add_argument("--rdma-dev", action="append", default=[], help="DEV or DEV/PORT (one per rail)")
     parser.add_argument("--rdma-port", type=int, default=None)
     parser.add_argument("--edge-snapshots", action="store_true",
                         help="also print a counter snapshot line first and last (type: snapshot)")

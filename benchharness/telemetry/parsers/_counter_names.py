@@ -2,7 +2,10 @@
 
 Names follow the drivers: mlx5 (``rx_prio3_pause``, ``tx_pause_ctrl_phy``, ``rx_out_of_buffer``),
 ice (``rx_priority_3_xoff.nic``, ``link_xoff_rx.nic``), bnxt_en (``rx_pfc_ena_frames_pri3``) and the
-RDMA ``hw_counters`` (``np_cnp_sent``, ``rp_cnp_handled``, ``out_of_sequence`` ...).
+RDMA ``hw_counters`` of mlx5 (``np_cnp_sent``, ``rp_cnp_handled``, ``out_of_sequence`` ...), bnxt_re
+(``to_retransmits``, ``seq_err_naks_rcvd``, ``oos_drop_count``, ``rx_roce_discards``: the kernel's
+drivers/infiniband/hw/bnxt_re/hw_counters.c) and irdma (``cnpHandled``, ``cnpSent``,
+``tcpRetransSegs``, ``ip4InDiscards``: drivers/infiniband/hw/irdma/verbs.c).
 """
 
 from __future__ import annotations
@@ -24,17 +27,22 @@ _GLOBAL_PAUSE = [
 ECN_CNP = (
     "np_ecn_marked_roce_packets", "np_cnp_sent", "rp_cnp_handled", "rp_cnp_ignored",
     "rx_ecn_mark", "tx_cnp", "rx_cnp", "ecn_marked", "cnp_sent", "cnp_handled",
+    "cnpHandled", "cnpIgnored", "cnpSent",  # irdma
 )
 RETRANSMISSION = (
     "out_of_sequence", "packet_seq_err", "local_ack_timeout_err", "duplicate_request",
     "implied_nak_seq_err", "rnr_nak_retry_err", "req_cqe_error", "resp_cqe_error",
     "roce_adp_retrans", "roce_slow_restart", "req_transport_retries_exceeded",
     "out_of_seq_request", "rcvd_seq_err", "retry_exceeded_err", "rcvd_rnr_err",
+    # bnxt_re
+    "to_retransmits", "seq_err_naks_rcvd", "max_retry_exceeded", "rnr_naks_rcvd", "missing_resp",
+    "dup_req", "oos_drop_count",
+    "tcpRetransSegs",  # irdma (iWARP)
 )
 _PER_QUEUE = re.compile(r"^(?:rx|tx|ch|xdp)\d+_|queue_\d+|_q\d+_|^rx_queue|^tx_queue")
-_DISCARD = re.compile(r"discard|drop")
+_DISCARD = re.compile(r"discard|drop", re.IGNORECASE)
 _BUFFER = re.compile(r"out_of_buffer|no_buffer|nobuf|rx_buff_alloc_err")
-_ERRORS = re.compile(r"crc|symbol_err|fcs|_errors?$|_err_phy$|link_down_events")
+_ERRORS = re.compile(r"crc|symbol_err|fcs|_errors?$|_err_phy$|link_down_events|[a-z]Errors$")
 
 
 def base_name(key: str) -> str:

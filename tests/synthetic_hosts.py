@@ -1,0 +1,178 @@
+"""Synthetic 8-rail GPU nodes for known-truth tests: a sysfs/procfs tree and stand-in GPU tools.
+
+``build(kind, root, degrade)`` writes, under ``root/tree``, what the probe reads of a DGX-shaped
+(8 GPUs, 8 ConnectX InfiniBand NICs, the PCIe layout of the real ``nvidia-smi topo -m`` of a GKE A4
+B200 node in tests/fixtures/real/nvidia-smi-topo) or an MI300X-shaped node (8 MI300X at the BDFs of
+the real ``amd-smi topology`` in tests/fixtures/real/amd-smi-topology, 8 Broadcom bnxt_re RoCE
+NICs), each on 2 NUMA nodes with 4 NICs per node; and under ``root/bin`` the stand-in
+``nvidia-smi`` / ``amd-smi`` / ``rocm-smi`` that print the real published topology outputs (the
+``--query-gpu`` CSV and ``amd-smi metric`` JSON they print are written here, in the tools' formats).
+``degrade`` maps rail index -> ``"x8"`` (PCIe trained at x8 of x16), ``"down"`` (link down) or
+``"numa"`` (the NIC reports the other NUMA node). ``inventory_vars`` gives the matching host line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+REAL = Path(__file__).parent / "fixtures" / "real"
+NV_TOPO = REAL / "nvidia-smi-topo" / "8gpu_8nic_b200_pix_pairs_nic_legend.txt"
+AMD_TOPO = REAL / "amd-smi-topology" / "8gpu_mi300x_bdf_tables_prompt.txt"
+ROCM_NUMA = REAL / "rocm-smi-topo" / "showtoponuma_8gpu_two_nodes_tabs_prompt.txt"
+AMD_BDFS = ["0c", "22", "38", "5c", "9f", "af", "bf", "df"]
+
+
+def _w(root: Path, path: str, text: str) -> None:
+    full = root / path
+    full.parent.mkdir(parents=True, exist_ok=True)
+    full.write_text(text + "\n")
+
+
+def _ln(root: Path, path: str, target: str) -> None:
+    full = root / path
+    full.parent.mkdir(parents=True, exist_ok=True)
+    os.symlink(os.path.relpath(root / target, full.parent), full)
+
+
+def _pci(root: Path, path: str, vendor: str, cls: str, numa: int, width: int = 16) -> None:
+    for name, value in (("vendor", vendor), ("class", cls), ("numa_node", str(numa)),
+                        ("current_link_speed", "32.0 GT/s PCIe"), ("max_link_speed", "32.0 GT/s PCIe"),
+                        ("current_link_width", str(width)), ("max_link_width", "16"),
+                        ("local_cpulist", "0-15" if numa == 0 else "16-31")):
+        _w(root, f"{path}/{name}", value)
+    _ln(root, f"sys/bus/pci/devices/{path.rsplit('/', 1)[-1]}", path)
+
+
+def _common(root: Path, hostname: str, modules: str) -> None:
+    _w(root, "proc/sys/kernel/hostname", hostname)
+    _w(root, "proc/sys/kernel/osrelease", "6.8.0-synthetic")
+    _w(root, "etc/os-release", 'PRETTY_NAME="Ubuntu 22.04.4 LTS"')
+    _w(root, "proc/modules", modules)
+    _w(root, "proc/cpuinfo", "\n\n".join(f"processor\t: {i}\nmodel name\t: AMD EPYC 9654\nphysical id\t: "
+                                          f"{i // 16}\ncore id\t\t: {i % 16}" for i in range(32)))
+    _w(root, "proc/meminfo", "MemTotal:       2113000000 kB\nMemAvailable:   2000000000 kB")
+    for i in range(32):
+        _w(root, f"sys/devices/system/cpu/cpu{i}/cpufreq/scaling_governor", "performance")
+    for n in (0, 1):
+        _w(root, f"sys/devices/system/node/node{n}/cpulist", "0-15" if n == 0 else "16-31")
+        _w(root, f"sys/devices/system/node/node{n}/distance", "10 32" if n == 0 else "32 10")
+        _w(root, f"sys/devices/system/node/node{n}/meminfo", f"Node {n} MemTotal:       1056500000 kB")
+
+
+def _nic(root: Path, pci: str, numa: int, dev: str, netdev: str, vendor: str, state: str, ib: bool,
+         width: int, ipv4: str | None) -> None:
+    _pci(root, pci, vendor, "0x020700" if ib else "0x020000", numa, width)
+    bdf = pci.rsplit("/", 1)[-1]
+    (root / pci / "infiniband" / dev).mkdir(parents=True)
+    _ln(root, f"sys/class/infiniband/{dev}/device", pci)
+    _ln(root, f"sys/class/net/{netdev}/device", pci)
+    up = state == "up"
+    for name, value in (("mtu", "4092" if ib else "9000"), ("speed", "400000" if up else "-1"),
+                        ("operstate", "up" if up else "down"), ("carrier", "1" if up else "0"),
+                        ("address", f"02:00:00:00:{bdf[5:7]}:01")):
+        _w(root, f"sys/class/net/{netdev}/{name}", value)
+    port = f"sys/class/infiniband/{dev}/ports/1"
+    _w(root, f"{port}/state", "4: ACTIVE" if up else "1: DOWN")
+    _w(root, f"{port}/phys_state", "5: LinkUp" if up else "3: Disabled")
+    _w(root, f"{port}/rate", "400 Gb/sec (4X NDR)" if up else "10 Gb/sec (4X SDR)")
+    _w(root, f"{port}/link_layer", "InfiniBand" if ib else "Ethernet")
+    gids = [("fe80:0000:0000:0000:0000:0000:0000:0001", "IB/RoCE v1")]
+    if not ib and ipv4:
+        mapped = "0000:0000:0000:0000:0000:ffff:{:02x}{:02x}:{:02x}{:02x}".format(*map(int, ipv4.split(".")))
+        gids += [("fe80:0000:0000:0000:0000:0000:0000:0001", "RoCE v2"), (mapped, "IB/RoCE v1"), (mapped, "RoCE v2")]
+    for i, (gid, kind) in enumerate(gids):
+        _w(root, f"{port}/gids/{i}", gid)
+        _w(root, f"{port}/gid_attrs/types/{i}", kind)
+        _w(root, f"{port}/gid_attrs/ndevs/{i}", netdev)
+
+
+def rail_address(kind: str, i: int) -> str:
+    return f"198.19.{200 + i}.{1 if kind == 'dgx' else 2}"
+
+
+def _script(path: Path, cases: Mapping[str, str]) -> None:
+    """A stand-in tool: prints the file named for the first matching argument prefix, else fails."""
+    body = ["#!/bin/sh", 'case "$*" in']
+    body += [f"  \"{prefix}\"*) cat '{file}' ;;" for prefix, file in cases.items()]
+    body += ['  *) echo "stand-in $0: unsupported: $*" >&2; exit 2 ;;', "esac", ""]
+    path.write_text("\n".join(body))
+    path.chmod(0o755)
+
+
+def build(kind: str, root: Path, degrade: Mapping[int, str] | None = None) -> dict[str, Path]:
+    """Write the tree and stand-in tools of one node; returns ``{"tree": ..., "bin": ...}``."""
+    degrade = degrade or {}
+    tree, tools = root / "tree", root / "bin"
+    tools.mkdir(parents=True)
+    if kind == "dgx":
+        _common(tree, "dgx-synthetic", "nvidia_peermem 16384 0 - Live 0x0\nmlx5_ib 466944 0 - Live 0x0")
+        rows = []
+        for s in range(4):  # one PCIe switch per GPU pair and NIC pair, as the real topo's PIX pairs
+            numa, b = (0 if s < 2 else 1), 0x10 + s * 0x20
+            rc, rp, usp = f"pci0000:{b:02x}", f"0000:{b:02x}:01.0", f"0000:{b + 1:02x}:00.0"
+            base = f"sys/devices/{rc}/{rp}/{usp}"
+            for k in range(4):
+                dsp, leaf = f"0000:{b + 2:02x}:{k:02x}.0", f"0000:{b + 3 + k:02x}:00.0"
+                i = 2 * s + k % 2
+                if k < 2:  # GPUs
+                    _pci(tree, f"{base}/{dsp}/{leaf}", "0x10de", "0x030200", numa)
+                    rows.append(f"{i}, NVIDIA B200, 00000000:{b + 3 + k:02x}:00.0, GPU-{i:08d}, 570.86.15, "
+                                f"{34 + i}, 140.00, 5, 5, 16, 16, 345, 3996, 1965, 183359")
+                else:
+                    nic_numa = 1 - numa if degrade.get(i) == "numa" else numa
+                    _nic(tree, f"{base}/{dsp}/{leaf}", nic_numa, f"mlx5_{i}", f"ibp{b + 3 + k:x}s0", "0x15b3",
+                         "down" if degrade.get(i) == "down" else "up", True, 8 if degrade.get(i) == "x8" else 16,
+                         None)
+        rows.sort(key=lambda r: int(r.split(",")[0]))
+        (root / "query.csv").write_text("\n".join(rows) + "\n")
+        _script(tools / "nvidia-smi", {"topo -m": str(NV_TOPO), "--query-gpu=": str(root / "query.csv")})
+    elif kind == "mi300x":
+        _common(tree, "mi300x-synthetic", "amdgpu 16384 0 - Live 0x0\nbnxt_re 466944 0 - Live 0x0")
+        metric = []
+        for i, g in enumerate(AMD_BDFS):
+            gb, numa = int(g, 16), (0 if i < 4 else 1)
+            rc, rp, usp = f"pci0000:{gb - 4:02x}", f"0000:{gb - 4:02x}:01.1", f"0000:{gb - 3:02x}:00.0"
+            base = f"sys/devices/{rc}/{rp}/{usp}"
+            _pci(tree, f"{base}/0000:{gb - 2:02x}:00.0/0000:{gb:02x}:00.0", "0x1002", "0x038000", numa)
+            nic_numa = 1 - numa if degrade.get(i) == "numa" else numa
+            _nic(tree, f"{base}/0000:{gb - 2:02x}:01.0/0000:{gb + 1:02x}:00.0", nic_numa, f"bnxt_re{i}",
+                 f"enp{gb + 1}s0np0", "0x14e4", "down" if degrade.get(i) == "down" else "up", False,
+                 8 if degrade.get(i) == "x8" else 16, rail_address(kind, i))
+            metric.append({"gpu": i, "temperature": {"edge": {"value": 38 + i, "unit": "C"},
+                                                      "hotspot": {"value": 45 + i, "unit": "C"},
+                                                      "mem": {"value": 40 + i, "unit": "C"}}})
+        _w(tree, "opt/rocm-6.2.0/include/rccl/rccl.h", "#define NCCL_MAJOR 2\n#define NCCL_MINOR 20\n"
+           "#define NCCL_PATCH 5")
+        (root / "metric.json").write_text(json.dumps(metric))
+        (root / "static.json").write_text("[]")
+        _script(tools / "amd-smi", {"topology": str(AMD_TOPO), "static --json": str(root / "static.json"),
+                                    "metric --json": str(root / "metric.json")})
+        _script(tools / "rocm-smi", {"--showtopo": str(ROCM_NUMA)})
+    else:
+        raise ValueError(kind)
+    return {"tree": tree, "bin": tools}
+
+
+def inventory_vars(kind: str, built: Mapping[str, Path], numa: bool = True) -> dict[str, Any]:
+    """Host variables of the node: 8 rails (parallel lists), NUMA 0 for rails 0-3 and 1 for 4-7."""
+    if kind == "dgx":
+        netdevs = [f"ibp{0x10 + s * 0x20 + 3 + k:x}s0" for s in range(4) for k in (2, 3)]
+        devs = [f"mlx5_{i}" for i in range(8)]
+    else:
+        netdevs = [f"enp{int(g, 16) + 1}s0np0" for g in AMD_BDFS]
+        devs = [f"bnxt_re{i}" for i in range(8)]
+    out: dict[str, Any] = {
+        "netdev": ",".join(netdevs), "rdma_dev": ",".join(devs),
+        "data_ip": ",".join(rail_address(kind, i) for i in range(8)),
+        "nic_serial": ",".join(f"SYN-{kind}-{i}" for i in range(8)), "gpus": 8,
+        "telemetry_root": str(built["tree"]), "telemetry_path": str(built["bin"]),
+    }
+    if numa:
+        out["numa_node"] = ",".join("0" if i < 4 else "1" for i in range(8))
+    if kind == "mi300x":
+        out |= {"gid_index": 3, "gpu_vendor": "amd"}
+    return out
