@@ -30,9 +30,11 @@ FIELDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "serial": ("nic_serial", ("nic_serial", "serial")),
     "pci_address": ("nic_pci_address", ("nic_pci_address", "pci_address")),
     "nearest_gpus": ("nearest_gpu", ("nearest_gpus", "nearest_gpu")),
+    "link_layer": ("link_layer", ("link_layer",)),
+    "traffic_class": ("traffic_class", ("traffic_class",)),
 }
 #: Variables whose single value holds for every rail (an address never does).
-_SHARED_OK = {"rdma_port", "gid_index", "numa_node", "line_rate_gbps"}
+_SHARED_OK = {"rdma_port", "gid_index", "numa_node", "line_rate_gbps", "link_layer", "traffic_class"}
 _KNOWN_KEYS = {k for _, keys in FIELDS.values() for k in keys}
 
 
