@@ -22,7 +22,7 @@ import pytest
 
 from benchharness.config.inventory import load_inventory
 from benchharness.config.suites import list_suites, load_suite
-from benchharness.core.model import Command
+from benchharness.core.model import Command, Step
 from benchharness.core.units import parse_size
 from benchharness.planning.describe import describe_plan
 from benchharness.planning.plan import Plan, build_plan
@@ -44,11 +44,10 @@ def text_of(plan: Plan) -> str:
     return describe_plan(plan).replace(str(plan.suite.path), f"suites/{plan.suite.name}.yaml")
 
 
-def commands(plan: Plan) -> Iterator[tuple[int, object, Command]]:
-    for index, steps in enumerate(plan.rounds):
-        for step in steps:
-            for cmd in get_tool(step.tool).commands(step, plan.launcher):
-                yield index, step, cmd
+def commands(plan: Plan) -> Iterator[tuple[Step, Command]]:
+    for step in plan.steps:
+        for cmd in get_tool(step.tool).commands(step, plan.launcher):
+            yield step, cmd
 
 
 def test_every_shipped_suite_is_covered() -> None:
@@ -92,9 +91,9 @@ def test_plan_rules(suite: str, node: str) -> None:
     roce = NODES[node] == "roce"
     forbidden = [str(Path.home()), "/root/", "~/"]
     per_test: dict[str, dict[str, set[str]]] = {}
-    for index, step, cmd in commands(plan):
+    for step, cmd in commands(plan):
         argv, env = cmd.argv, _env(cmd)
-        seen = per_test.setdefault(step.test, {"dev": set(), "ip": set()})  # type: ignore[attr-defined]
+        seen = per_test.setdefault(step.test, {"dev": set(), "ip": set()})
         joined = " ".join([*argv, *env.values()])
         assert not any(p in joined for p in forbidden), f"controller path on a remote line: {joined}"
         tool_name = next((a for a in argv if re.match(r"^ib_\w+_(bw|lat)$", a)), None)
@@ -112,7 +111,7 @@ def test_plan_rules(suite: str, node: str) -> None:
             assert _value(argv, "--map-by") == "ppr:4:numa" and _value(argv, "--bind-to") == "numa"
             assert ("NCCL_IB_GID_INDEX" in env) is roce and (env.get("NCCL_IB_TC") == "104") is roce
             assert env["NCCL_IB_HCA"].lstrip("=").count(":1") == 8
-            top = parse_size(str(step.params["maxbytes"]))  # type: ignore[attr-defined]
+            top = parse_size(str(step.params["maxbytes"]))
             low, factor = int(_value(argv, "-b") or 0), int(_value(argv, "-f") or 2)
             assert top == 8 << 30 and int(_value(argv, "-e") or 0) == top
             assert any(low * factor ** k == top for k in range(64)), "the sweep must reach 8G exactly"
@@ -130,7 +129,7 @@ def test_plan_rules(suite: str, node: str) -> None:
 @pytest.mark.parametrize("node", sorted(NODES))
 def test_slurm_places_tasks_in_blocks(node: str) -> None:
     plan = plan_of("allreduce", f"{node}.ini", launcher="slurm")
-    (cmd,) = [c for _, _, c in commands(plan)]
+    (cmd,) = [c for _, c in commands(plan)]
     assert "--distribution=block:block" in cmd.argv and "--cpu-bind=ldoms" in cmd.argv
 
 
