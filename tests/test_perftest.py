@@ -406,3 +406,10 @@ def test_real_rxe_outputs_parse(name: str, test: str, size: int, metric: str) ->
         assert 0 < row["lat_min_us"] <= row["lat_typical_us"] <= row["lat_p99_us"] <= row["lat_p999_us"]
     else:
         assert row["msg_rate_mpps"] > 0
+
+
+def test_gpu_memory_latency_only_where_perftest_takes_it() -> None:
+    with pytest.raises(ValueError, match="use_cuda: perftest measures GPU memory latency only with ib_read_lat"):
+        ADAPTER.check_params({"test": "ib_write_lat", "use_cuda": 0})
+    ADAPTER.check_params({"test": "ib_send_lat", "use_cuda": 0})
+    ADAPTER.check_params({"test": "ib_read_lat", "use_rocm": 0})
