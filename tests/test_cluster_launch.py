@@ -68,14 +68,15 @@ def test_two_node_mpirun_line_exactly() -> None:
     ucx = ",".join(f"mlx5_{i}:1" for i in range(8))
     assert list(cmd.argv) == [
         "mpirun", "--tag-output", "--prefix", "/opt/openmpi", "-np", "16", "-H", "dgx01:8,dgx02:8",
-        "--map-by", "ppr:8:node", "--bind-to", "numa",
+        "--map-by", "ppr:4:numa", "--bind-to", "numa",  # GPUs 0-3 on NUMA 0, 4-7 on NUMA 1
         "--mca", "pml", "ucx", "--mca", "osc", "ucx", "--mca", "btl", "^openib",
         "--mca", "oob_tcp_if_include", "eno1", "--mca", "plm_rsh_no_tree_spawn", "1",
         "--mca", "plm_rsh_agent", "ssh", "--mca", "plm_rsh_args",
-        "-l bench -i /home/bench/.ssh/id_ed25519 -o IdentitiesOnly=yes -o UserKnownHostsFile=/home/bench/.ssh/known_hosts "
-        "-o StrictHostKeyChecking=yes -J bench@bastion.example.net:2222 -o BatchMode=yes",
+        # no key or known_hosts path of the controller: the launch node uses its own
+        "-l bench -o StrictHostKeyChecking=yes -J bench@bastion.example.net:2222 -o BatchMode=yes",
         "-x", "PATH", "-x", "LD_LIBRARY_PATH",
         "-x", f"NCCL_IB_HCA=={hca}", "-x", "NCCL_SOCKET_IFNAME==eno1", "-x", "NCCL_IB_GID_INDEX=3",
+        "-x", "NCCL_DEBUG=INFO", "-x", "NCCL_DEBUG_SUBSYS=INIT,NET",  # require_network: IB by default
         "-x", f"UCX_NET_DEVICES={ucx}",
         "/opt/nccl-tests/build/all_reduce_perf", "-b", "8", "-e", "8589934592", "-f", "2", "-n", "20", "-w", "5",
         "-c", "1", "-g", "1"]
@@ -87,12 +88,13 @@ def test_two_node_srun_line_and_environment_exactly() -> None:
     (cmd,) = NCCL.commands(step, launcher="slurm")
     assert list(cmd.argv[:cmd.argv.index("--")]) == [
         "srun", "--nodelist=dgx01,dgx02", "-N2", "--ntasks-per-node=8", "--mpi=pmix", "--kill-on-bad-exit=1",
-        "--overlap", "--export=ALL", "--gpus-per-node=8", "--gpu-bind=none", "--cpu-bind=ldoms"]
+        "--overlap", "--export=ALL", "--gpus-per-node=8", "--gpu-bind=none", "--distribution=block:block",
+        "--cpu-bind=ldoms"]
     hca = ",".join(f"mlx5_{i}:1" for i in range(8))
     assert dict(cmd.env) == {
         "OMPI_MCA_pml": "ucx", "OMPI_MCA_osc": "ucx", "OMPI_MCA_btl": "^openib", "OMPI_MCA_oob_tcp_if_include": "eno1",
         "UCX_NET_DEVICES": hca, "NCCL_IB_HCA": f"={hca}", "NCCL_SOCKET_IFNAME": "=eno1", "NCCL_IB_GID_INDEX": "3",
-        "NCCL_IB_TC": "106", "NCCL_IB_SL": "3"}
+        "NCCL_IB_TC": "106", "NCCL_IB_SL": "3", "NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,NET"}
 
 
 def test_a_suites_env_overrides_what_the_inventory_tells_nccl() -> None:
@@ -119,8 +121,18 @@ def test_hosts_with_different_ssh_settings_cannot_share_one_rsh_line() -> None:
     with pytest.raises(ValueError, match="differ in ssh settings"):
         rsh_args([a, dataclasses.replace(b, user="root")])
     with pytest.raises(ValueError, match="space"):
-        rsh_args([dataclasses.replace(a, key_file="/home/my keys/id")])
+        rsh_args([dataclasses.replace(a, vars={**a.vars, "launch_ssh_key": "/home/my keys/id"})])
     assert "-p 2200" in (rsh_args([dataclasses.replace(a, port=2200)]) or "")
+
+
+def test_the_launch_node_gets_its_own_key_never_the_controllers() -> None:
+    a, b = cluster("gpu2.ini")
+    assert a.key_file and a.key_file not in (rsh_args([a, b]) or "")
+    key = {"launch_ssh_key": "/home/bench/.ssh/launch_ed25519", "launch_known_hosts": "/etc/ssh/cluster_known_hosts"}
+    both = [dataclasses.replace(h, vars={**h.vars, **key}) for h in (a, b)]
+    assert rsh_args(both) == ("-l bench -i /home/bench/.ssh/launch_ed25519 -o IdentitiesOnly=yes "
+                              "-o UserKnownHostsFile=/etc/ssh/cluster_known_hosts -o StrictHostKeyChecking=yes "
+                              "-J bench@bastion.example.net:2222 -o BatchMode=yes")
 
 
 def test_interfaces_come_from_the_inventory_never_from_an_address() -> None:

@@ -1,5 +1,7 @@
 """The cluster launch path on the loopback lab: mpirun reaches the hosts with the inventory's own ssh
-settings (``plm_rsh_args``: user, key, known_hosts) and the management netdev, no lab agent script."""
+settings (``plm_rsh_args``: user, the launch node's ``launch_ssh_key`` and ``launch_known_hosts``;
+the lab's launch node is this machine, so the lab's own files serve) and the management netdev,
+no lab agent script."""
 
 from __future__ import annotations
 
@@ -20,7 +22,8 @@ def test_allreduce_with_ssh_settings_from_the_inventory(lab3: LabInfo, tmp_path:
     kept = [ln for ln in lines if not ln.startswith(("mpi_rsh_agent=", "bench_lab_subnet="))]
     assert len(kept) == len(lines) - 2  # the lab's agent and subnet really are gone
     inventory = tmp_path / "inventory.ini"
-    inventory.write_text("\n".join([*kept, "mgmt_netdev=eth0", ""]))
+    inventory.write_text("\n".join([*kept, "mgmt_netdev=eth0", f"launch_ssh_key={lab3.key}",
+                                     f"launch_known_hosts={lab3.known_hosts}", ""]))
     out = tmp_path / "run"
     res = subprocess.run([sys.executable, "-m", "benchharness", "run", "suite=allreduce", f"hosts={inventory}",
                           "maxbytes=64K", f"out={out}"], capture_output=True, text=True, timeout=300)

@@ -159,3 +159,14 @@ def test_every_listed_hca_must_be_opened_and_carry_channels() -> None:
     one_rail = "\n".join(ln for ln in gdr.splitlines() if "via NET/IB/1/" not in ln)
     with pytest.raises(ToolFailure, match=r"no NCCL channel ran over mlx5_1:1 \(channels over mlx5_0:1\)"):
         NCCL.check_hcas("=mlx5_0:1,mlx5_1:1", one_rail)
+
+
+def test_rdma_hosts_require_ib_and_gdr_unless_the_suite_says_any() -> None:
+    from benchharness.core.model import Host, Rail
+    from benchharness.tools.nccl_tests import PARAMS, requirements
+
+    rdma = [Host("g1", "a", rails=(Rail(0, rdma_dev="mlx5_0", data_ip="10.0.0.1"),))]
+    assert (requirements(PARAMS, rdma)["require_network"], requirements(PARAMS, rdma)["require_gdr"]) == ("IB", True)
+    off = requirements({**PARAMS, "require_network": "any", "require_gdr": "any"}, rdma)
+    assert (off["require_network"], off["require_gdr"]) == (None, None)
+    assert requirements(PARAMS, [Host("c1", "b")])["require_network"] is None  # no RDMA device: no demand

@@ -179,7 +179,7 @@ def test_pair_commands_server_first_with_ready_banner() -> None:
     assert server.argv[:2] == ("stdbuf", "-oL")  # perftest does not flush its banner otherwise
     assert re.search(server.ready_pattern or "", "* Waiting for client to connect... *")
     tool = server.argv[server.argv.index("ib_write_bw"):]
-    assert tool == ("ib_write_bw", "-p", "18515", "-d", "mlx5_0", "-i", "1", "-x", "3", "-s", "65536",
+    assert tool == ("ib_write_bw", "-p", "18515", "-d", "mlx5_0", "-i", "1", "-x", "3", "-F", "-s", "65536",
                     "-D", "5", "-b", "--report_gbits")
     assert client.argv[-1] == "198.18.0.1"
     assert client.argv[:3] == ("numactl", "--cpunodebind=1", "--membind=1")  # inventory numa_node
@@ -406,3 +406,10 @@ def test_real_rxe_outputs_parse(name: str, test: str, size: int, metric: str) ->
         assert 0 < row["lat_min_us"] <= row["lat_typical_us"] <= row["lat_p99_us"] <= row["lat_p999_us"]
     else:
         assert row["msg_rate_mpps"] > 0
+
+
+def test_gpu_memory_latency_only_where_perftest_takes_it() -> None:
+    with pytest.raises(ValueError, match="use_cuda: perftest measures GPU memory latency only with ib_read_lat"):
+        ADAPTER.check_params({"test": "ib_write_lat", "use_cuda": 0})
+    ADAPTER.check_params({"test": "ib_send_lat", "use_cuda": 0})
+    ADAPTER.check_params({"test": "ib_read_lat", "use_rocm": 0})

@@ -59,15 +59,15 @@ def test_eight_nic_inventory_as_parallel_lists() -> None:
     dgx = inv.host("dgx02")
     assert len(dgx.rails) == 8
     assert dgx.rails[5] == Rail(index=5, netdev="ibp192s0", rdma_dev="mlx5_9", rdma_port=1, data_ip="198.18.6.2",
-                                gid_index=3, numa_node=1, line_rate_gbps=400, nearest_gpus=(5,),
-                                serial="MT2412X20006")
+                                numa_node=1, line_rate_gbps=400, nearest_gpus=(5,),
+                                serial="MT2412X20006", link_layer="InfiniBand")
     # code that knows one NIC sees the first rail
     assert (dgx.data_ip, dgx.var("netdev"), dgx.var("rdma_dev"), dgx.var("nic_serial")) == \
         ("198.18.1.2", "ibp24s0", "mlx5_0", "MT2412X20001")
     snap = inv.snapshot()["hosts"][1]["rails"]
     assert snap[7] == {"name": "rail7", "index": 7, "netdev": "ibp220s0", "rdma_dev": "mlx5_11", "rdma_port": 1,
-                       "data_ip": "198.18.8.2", "gid_index": 3, "numa_node": 1, "line_rate_gbps": 400,
-                       "nearest_gpus": [7], "serial": "MT2412X20008"}
+                       "data_ip": "198.18.8.2", "numa_node": 1, "line_rate_gbps": 400,
+                       "nearest_gpus": [7], "serial": "MT2412X20008", "link_layer": "InfiniBand"}
 
 
 def test_yaml_rails_list_and_rails_auto(tmp_path: Path) -> None:
@@ -231,9 +231,9 @@ def test_perftest_command_lines_per_rail_pinned_beside_their_gpu(tmp_path: Path)
     assert len(lines) == 8
     assert lines["rail0"] == [
         ["stdbuf", "-oL", "numactl", "--cpunodebind=1", "--membind=1", "ib_write_bw", "-p", "18515", "-d", "mlx5_1",
-         "-i", "1", "-x", "3", "-s", "1048576", "-n", "1000", "--report_gbits", "--use_cuda=7"],
+         "-i", "1", "-x", "3", "-F", "-s", "1048576", "-n", "1000", "--report_gbits", "--use_cuda=7"],
         ["numactl", "--cpunodebind=1", "--membind=1", "ib_write_bw", "-p", "18515", "-d", "mlx5_1", "-i", "1",
-         "-x", "3", "-s", "1048576", "-n", "1000", "--report_gbits", "--use_cuda=7", "198.18.1.1"]]
+         "-x", "3", "-F", "-s", "1048576", "-n", "1000", "--report_gbits", "--use_cuda=7", "198.18.1.1"]]
     for i in range(8):
         server, client = lines[f"rail{i}"]
         node, gpu = (1 if i < 4 else 0), 7 - i

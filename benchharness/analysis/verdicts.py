@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from benchharness.analysis.capacity import GROUP_PATTERNS, capacity_gbps, is_bidirectional
 from benchharness.analysis.verdict_context import Context
 from benchharness.analysis.verdicts_history import regression_verdicts
 from benchharness.config.thresholds import Check, Threshold, format_sizes, parse_check, parse_policy
@@ -58,17 +59,15 @@ def check_baseline_ref(ref: str, suite: str, root: Any) -> str:
 # ---------------------------------------------------------------- one check bound
 
 def _reference(op: str, th: Threshold, metric: str, unit: Unit, found: Sequence[Unit],
-               ctx: Context, baseline: Sequence[Unit]) -> tuple[float | None, str]:
+               ctx: Context, baseline: Sequence[Unit], spec: Mapping[str, Any]) -> tuple[float | None, str]:
     """The reference value of a relative threshold for one unit, and how to describe it."""
     if th.reference is None:
         return None, ""
     if th.reference == "line_rate":
-        rates = [ctx.rates.get(h) or ctx.rates.get(split_endpoint(h)[0]) for h in unit.hosts]
-        factor = gbps_factor(metric) or 1.0
-        if not rates or any(r is None for r in rates):
-            return None, "line rate unknown"
-        rate = min(r for r in rates if r is not None)
-        return rate / factor, f"line rate {rate:g} Gbit/s"
+        group = unit.is_group or spec.get("pattern") in GROUP_PATTERNS  # a 2-host collective is no pair
+        rate, what = capacity_gbps(unit.hosts, ctx.rates, group=group,
+                                   bidir=is_bidirectional(dict(unit.case), spec))
+        return (None, what) if rate is None else (rate / (gbps_factor(metric) or 1.0), what)
     if th.reference == "best_peer":
         peers = [u.value for u in found if u.case == unit.case]
         best = max(peers) if higher_is_better(metric) else min(peers)
@@ -96,10 +95,10 @@ class _Judged:
 
 
 def _judge(op: str, th: Threshold, check: Check, found: Sequence[Unit], ctx: Context,
-           baseline: Sequence[Unit]) -> tuple[list[_Judged], list[Unit]]:
+           baseline: Sequence[Unit], spec: Mapping[str, Any]) -> tuple[list[_Judged], list[Unit]]:
     judged, unknown = [], []
     for unit in found:
-        ref_value, ref_text = _reference(op, th, check.metric, unit, found, ctx, baseline)
+        ref_value, ref_text = _reference(op, th, check.metric, unit, found, ctx, baseline, spec)
         limit = th.limit(ref_value)
         if limit is None:
             unknown.append(unit)
@@ -129,7 +128,7 @@ def bound_verdicts(test: str, check: Check, op: str, th: Threshold, found: Seque
         keys = measures.swept_keys(_test_spec(ctx.info, test))
         baseline = measures.units(measures.test_records(records, test), check.metric, keys,
                                   stat=check.stat, select=check.matches)
-    judged, unknown = _judge(op, th, check, found, ctx, baseline)
+    judged, unknown = _judge(op, th, check, found, ctx, baseline, _test_spec(ctx.info, test))
     out: list[Verdict] = []
     if unknown and th.reference == "line_rate":
         for host in sorted({h for u in unknown for h in u.hosts

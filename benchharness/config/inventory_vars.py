@@ -52,6 +52,16 @@ def _to_gpus(v: Any) -> int | list[int]:
     return _to_int(v)
 
 
+def _to_link_layer(v: Any) -> str:
+    """``InfiniBand`` or ``Ethernet`` (as /sys/class/infiniband/*/ports/*/link_layer spells them)."""
+    text = _to_str(v).lower()
+    if text in ("infiniband", "ib"):
+        return "InfiniBand"
+    if text in ("ethernet", "roce", "eth"):
+        return "Ethernet"
+    raise ValueError(v)
+
+
 def _to_vendor(v: Any) -> str:
     if _to_str(v).lower() not in ("nvidia", "amd"):
         raise ValueError(v)
@@ -79,6 +89,10 @@ BENCH_VARS: dict[str, tuple[Callable[[Any], Any], Callable[[Any], bool], str]] =
     "bench_python": (_to_str, bool, "a path"),
     "mpi_rsh_agent": (_to_str, bool, "a path"),
     "bench_netns": (_to_str, bool, "a network namespace name"),
+    "link_layer": (_to_link_layer, bool, "InfiniBand or Ethernet"),
+    "traffic_class": (_to_int, lambda x: 0 <= x <= 255, "an integer 0..255"),
+    "launch_ssh_key": (_to_str, bool, "a path on the launch node"),
+    "launch_known_hosts": (_to_str, bool, "a path on the launch node"),
 }
 _CONNECTIONS = {None: False, "ssh": False, "paramiko": False, "smart": False, "local": True}
 

@@ -30,9 +30,11 @@ FIELDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "serial": ("nic_serial", ("nic_serial", "serial")),
     "pci_address": ("nic_pci_address", ("nic_pci_address", "pci_address")),
     "nearest_gpus": ("nearest_gpu", ("nearest_gpus", "nearest_gpu")),
+    "link_layer": ("link_layer", ("link_layer",)),
+    "traffic_class": ("traffic_class", ("traffic_class",)),
 }
 #: Variables whose single value holds for every rail (an address never does).
-_SHARED_OK = {"rdma_port", "gid_index", "numa_node", "line_rate_gbps"}
+_SHARED_OK = {"rdma_port", "gid_index", "numa_node", "line_rate_gbps", "link_layer", "traffic_class"}
 _KNOWN_KEYS = {k for _, keys in FIELDS.values() for k in keys}
 
 
@@ -92,7 +94,9 @@ def _build(host: str, index: int, fields: Mapping[str, Any], var_of: Callable[[s
     return Rail(index=index, **kw)
 
 
-def _from_yaml(host: str, rails: list[Any], where: Where) -> tuple[Rail, ...]:
+def _from_yaml(host: str, rails: list[Any], values: Mapping[str, Any], where: Where) -> tuple[Rail, ...]:
+    """Rails of a YAML ``rails:`` list; a shared variable of the host (``gid_index: 3``,
+    ``link_layer``, ``traffic_class`` ...) fills the rails that do not set their own, as in INI."""
     out = []
     for i, item in enumerate(rails):
         if not isinstance(item, Mapping):
@@ -102,8 +106,9 @@ def _from_yaml(host: str, rails: list[Any], where: Where) -> tuple[Rail, ...]:
         if unknown:
             raise ConfigError(f"host {host}: rails: rail{i} has unknown key(s) {', '.join(unknown)} "
                               f"(known: {', '.join(sorted(_KNOWN_KEYS))})", *where(f"rails[{i}]"))
-        fields = {f: next((item[k] for k in keys if item.get(k) is not None), None)
-                  for f, (_, keys) in FIELDS.items()}
+        fields = {f: next((item[k] for k in keys if item.get(k) is not None),
+                          values.get(var) if f in _SHARED_OK and _items(values.get(var)) is None else None)
+                  for f, (var, keys) in FIELDS.items()}
         if fields["nearest_gpus"] is not None and not isinstance(fields["nearest_gpus"], list):
             fields["nearest_gpus"] = [fields["nearest_gpus"]]
         out.append(_build(host, i, fields, lambda f, i=i: f"rails[{i}]", where))  # type: ignore[misc]
@@ -151,7 +156,7 @@ def host_rails(host: str, values: dict[str, Any], where: Where) -> tuple[dict[st
     if raw is not None and not isinstance(raw, list):
         raise ConfigError(f"host {host}: rails={raw!r}: expected 'auto' or a list of NICs "
                           "(rails: [{netdev: ..., rdma_dev: ..., data_ip: ...}])", *where("rails"))
-    rails = _from_yaml(host, raw, where) if raw is not None else _from_lists(host, values, where)
+    rails = _from_yaml(host, raw, values, where) if raw is not None else _from_lists(host, values, where)
     out = dict(values)
     out.pop("rails", None)
     if rails:

@@ -53,8 +53,12 @@ _PLANNER_SETTINGS = {"repeat", "base_port", "telemetry", "telemetry_interval", "
 TOP_KEYS = ("description", "settings", "tests", "verdicts")
 TEST_KEYS = ("name", "tool", "hosts", "pattern", "pairs", "sweep", "repeat", "params", "checks", "rails")
 #: ``rails:`` of a pair-tool test: aligned (rail i <-> rail i, all rails at once), each (one rail
-#: at a time), cross (rail i <-> rail j, i != j, one combination at a time).
-RAIL_MODES = ("aligned", "each", "cross")
+#: at a time), cross (rail i <-> rail j, i != j, one combination at a time), first (only each
+#: host's first NIC, said on purpose: without it a multi-NIC host that would be tested on fewer
+#: NICs than it has is a planning error).
+RAIL_MODES = ("aligned", "each", "cross", "first")
+#: The command-line override ``rails=MODE``: every test with a rail pattern takes it.
+RAILS_OVERRIDE = "rails"
 #: Patterns that run per rail when a test sets ``rails:``.
 RAIL_PATTERNS = ("pairs", "all-pairs", "ring", "self", "incast", "one-to-many")
 #: "Line" of a value that came from the command line rather than the file.
@@ -253,6 +257,8 @@ class _Draft:
     params: dict[str, Any]
     lines: dict[str, int]
     repeat: int | None = None
+    #: ``rails=`` from the command line (wins over the test's ``rails:``).
+    rails: str | None = None
 
 
 def _parse_override(key: str, text: Any) -> Any:
@@ -317,8 +323,14 @@ def load_suite(name_or_path: str | Path, overrides: Mapping[str, Any] | None = N
         drafts.append(_draft(check, item, line, drafts))
 
     known = set(settings) | set(CORE_SETTINGS) | set(ISOLATION_SETTINGS) | \
-        {p for d in drafts for p in d.adapter.params}
+        {p for d in drafts for p in d.adapter.params} | {RAILS_OVERRIDE}
     for key, text in (overrides or {}).items():
+        if key == RAILS_OVERRIDE:
+            if text not in RAIL_MODES:
+                raise UsageError(f"rails={text}: expected one of {', '.join(RAIL_MODES)}")
+            for d in drafts:
+                d.rails = str(text)
+            continue
         if key not in known:
             raise UsageError(f"unknown parameter {key!r} for suite {path.stem}; "
                              f"known: {', '.join(sorted(known))}")
@@ -491,7 +503,9 @@ def _finish(check: _Checker, d: _Draft, settings: Mapping[str, Any], setting_lin
                            f"{len(axes[first])} values, {key} has {len(values)}", lines[f"params.{key}"])
     repeat = d.repeat if d.repeat is not None else int(settings["repeat"])
     rails = None
-    if data.get("rails") is not None:
+    if d.rails is not None and pattern in RAIL_PATTERNS:
+        rails, lines["rails"] = d.rails, CMDLINE
+    elif data.get("rails") is not None:
         rails = check.string(data, "rails", what, "aligned")
         check.choice(rails, RAIL_MODES, f"{what}: rails", lines.get("rails"))
         if pattern not in RAIL_PATTERNS:

@@ -28,6 +28,15 @@ class Rail:
     nearest_gpus: tuple[int, ...] = ()
     serial: str | None = None
     pci_address: str | None = None
+    #: ``InfiniBand`` or ``Ethernet`` (RoCE) as the port reports it; None: inferred (see ``link``).
+    link_layer: str | None = None
+    #: RoCE traffic class (DSCP << 2) for perftest ``--tclass``, ``NCCL_IB_TC``, ``UCX_IB_TRAFFIC_CLASS``.
+    traffic_class: int | None = None
+
+    @property
+    def link(self) -> str | None:
+        """``infiniband`` or ``ethernet`` (RoCE): ``link_layer``, else inferred from the netdev name."""
+        return link_of(self.link_layer, self.netdev)
 
     @property
     def name(self) -> str:
@@ -40,8 +49,20 @@ class Rail:
         return self.nearest_gpus[0] if self.nearest_gpus else None
 
 
+def link_of(link_layer: str | None, netdev: str | None) -> str | None:
+    """``infiniband`` / ``ethernet`` from an inventory ``link_layer``, else from the netdev's name:
+    IPoIB interfaces are ``ib*`` (``ib0``, ``ibp24s0``); any other named netdev is Ethernet (RoCE).
+    None when neither is known."""
+    if link_layer:
+        return "infiniband" if str(link_layer).strip().lower() in ("infiniband", "ib") else "ethernet"
+    if netdev:
+        return "infiniband" if str(netdev).startswith("ib") else "ethernet"
+    return None
+
+
 #: Host variables that describe one NIC; a rail view of a host (``Host.on_rail``) sets them all.
-RAIL_VARS = ("netdev", "rdma_dev", "rdma_port", "gid_index", "numa_node", "nic_line_rate_gbps", "nic_serial")
+RAIL_VARS = ("netdev", "rdma_dev", "rdma_port", "gid_index", "numa_node", "nic_line_rate_gbps", "nic_serial",
+             "link_layer", "traffic_class")
 #: Separator of host and rail in an endpoint name (``gpu01.rail3``), as findings name a NIC.
 ENDPOINT_SEP = "."
 _ENDPOINT_RE = re.compile(r"^(.+)\.(rail\d+)$")
@@ -113,7 +134,8 @@ class Host:
                      rdma_port=_int_or_none(self.var("rdma_port")) or 1, data_ip=self.data_ip,
                      gid_index=_int_or_none(self.var("gid_index")), numa_node=_int_or_none(self.var("numa_node")),
                      line_rate_gbps=_float_or_none(self.var("nic_line_rate_gbps")),
-                     serial=self.var("nic_serial")),)
+                     serial=self.var("nic_serial"), link_layer=self.var("link_layer"),
+                     traffic_class=_int_or_none(self.var("traffic_class"))),)
 
     def on_rail(self, rail: Rail) -> Host:
         """This host as seen by a tool on one rail: that NIC's address and variables, ``rail`` var set.
@@ -125,7 +147,8 @@ class Host:
         values = {"netdev": rail.netdev, "rdma_dev": rail.rdma_dev, "rdma_port": port,
                   "gid_index": rail.gid_index, "numa_node": rail.numa_node,
                   "nic_line_rate_gbps": rail.line_rate_gbps or self.var("nic_line_rate_gbps"),
-                  "nic_serial": rail.serial or (None if self.rails else self.var("nic_serial"))}
+                  "nic_serial": rail.serial or (None if self.rails else self.var("nic_serial")),
+                  "link_layer": rail.link_layer, "traffic_class": rail.traffic_class}
         merged = {**{k: v for k, v in self.vars.items() if k not in values}, "rail": rail.name}
         merged.update({k: v for k, v in values.items() if v is not None})  # unset: tools' defaults
         if rail.nearest_gpus:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn, Protocol
 
-from benchharness.config.suites import CMDLINE, Suite, TestSpec, expand_cases
+from benchharness.config.suites import CMDLINE, RAIL_PATTERNS, Suite, TestSpec, expand_cases
 from benchharness.core.errors import ConfigError, UsageError
 from benchharness.core.model import Host, Step
 from benchharness.core.units import parse_size
@@ -64,7 +64,8 @@ def build_plan(suite: Suite, hosts: Sequence[Host], inventory: HostSelector | No
     for test in suite.tests:
         members = _members(suite, test, hosts, inventory)
         rounds = _rounds(suite, test, members)
-        if test.rails:
+        _check_rails(suite, test, members)
+        if test.rails and test.rails != "first":
             rounds = rail_rounds(rounds, test.rails)
         cases = expand_cases(test)
         for rep in range(test.repeat):
@@ -92,6 +93,25 @@ def build_plan(suite: Suite, hosts: Sequence[Host], inventory: HostSelector | No
                 index += 1
             plan_rounds.append(steps)
     return Plan(suite, plan_rounds, [h for h in hosts if h.name in used], launcher)
+
+
+def _check_rails(suite: Suite, test: TestSpec, members: Sequence[Host]) -> None:
+    """A pair test that would measure fewer NICs of a host than it has is an error, unless the test
+    says ``rails: first``: on a multi-rail host, leaving ``rails:`` out tests the first NIC only,
+    and a rail mode over hosts with different NIC counts tests only the rails all of them have."""
+    if test.pattern not in RAIL_PATTERNS or test.rails == "first":
+        return
+    counts = {h.name: len(h.nics()) for h in members}
+    most = max(counts, key=lambda n: counts[n], default=None)
+    if most is None or counts[most] < 2:
+        return
+    tested = 1 if not test.rails else min(counts.values()) if test.rails != "cross" else counts[most]
+    if tested >= counts[most]:
+        return
+    setting = f"rails: {test.rails}" if test.rails else "rails: not set"
+    _fail(suite, f"test {test.name!r}: {setting} tests {tested} of the {counts[most]} NICs of {most}; set "
+          "rails: aligned (bandwidth), each (latency) or cross, or rails=MODE on the command line, or "
+          "rails: first to test only the first NIC", test.lines.get("rails", test.line))
 
 
 def _fail(suite: Suite, message: str, line: int | None) -> NoReturn:

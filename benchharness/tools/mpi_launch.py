@@ -69,36 +69,93 @@ class Launch:
     rsh_agent: str | None = None
     rsh_args: str | None = None
     ucx_devices: str | None = None
+    #: GPU index -> NUMA node (from the rails' ``nearest_gpu`` and ``numa_node``), the same on every host.
+    gpu_numa: tuple[tuple[int, int], ...] = ()
+    gpus_per_proc: int = 1
+
+
+#: Each rank runs on the NUMA node of its GPU: the n-th item of the list for local rank n (Open MPI's
+#: OMPI_COMM_WORLD_LOCAL_RANK, Slurm's SLURM_LOCALID). Used when GPUs do not split evenly and in
+#: order over the NUMA nodes, which ``--map-by ppr:N:numa`` needs.
+NUMA_WRAPPER = ('l="$1"; shift; r="${OMPI_COMM_WORLD_LOCAL_RANK:-${SLURM_LOCALID:-0}}"; '
+                'n=$(printf %s "$l" | cut -d, -f"$((r + 1))"); '
+                'exec numactl --cpunodebind="$n" --membind="$n" "$@"')
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a host's ranks run: ``ppr`` ranks per NUMA node (``--map-by ppr:N:numa``), or a
+    per-rank NUMA list for :data:`NUMA_WRAPPER`, or neither (no NUMA facts: ``ppr:N:node``)."""
+
+    per_numa: int | None = None
+    rank_nodes: tuple[int, ...] = ()
+
+
+def gpu_numa(hosts: Sequence[Host]) -> tuple[tuple[int, int], ...]:
+    """GPU -> NUMA node of the first host from its rails (``nearest_gpu`` + ``numa_node``); the other
+    hosts must agree (mpirun and srun place ranks with one rule for every node)."""
+    def of(h: Host) -> tuple[tuple[int, int], ...]:
+        found: dict[int, int] = {}
+        for rail in h.nics():
+            if rail.numa_node is not None and rail.numa_node >= 0:
+                for gpu in rail.nearest_gpus:
+                    found.setdefault(gpu, rail.numa_node)
+        return tuple(sorted(found.items()))
+
+    first = of(hosts[0]) if hosts else ()
+    for h in hosts[1:]:
+        if of(h) != first:
+            raise ValueError(f"hosts {hosts[0].name} and {h.name} differ in their GPUs' NUMA nodes (rails' "
+                             "nearest_gpu and numa_node); one launch places ranks alike on every node")
+    return first
+
+
+def placement(launch: Launch, ranks: int) -> Placement:
+    """Placement of ``ranks`` local ranks (rank r drives GPU r x gpus_per_proc) from ``launch.gpu_numa``."""
+    nodes_of = dict(launch.gpu_numa)
+    nodes = [nodes_of.get(r * launch.gpus_per_proc) for r in range(ranks)]
+    if not nodes or any(n is None for n in nodes):
+        return Placement()
+    known = [int(n) for n in nodes if n is not None]
+    used = sorted(set(known))
+    per = ranks // len(used)
+    if known == sorted(known) and used == list(range(len(used))) and all(known.count(n) == per for n in used):
+        return Placement(per_numa=per)
+    return Placement(rank_nodes=tuple(known))
 
 
 _NO_SPACE = re.compile(r"^\S+$")
 
 
 def rsh_args(hosts: Sequence[Host]) -> str | None:
-    """``plm_rsh_args``: the ssh options that reach ``hosts`` by their management address.
+    """``plm_rsh_args``: the ssh options the launch node uses to reach ``hosts`` by their management address.
 
-    User, port, key, known_hosts and jump host come from the inventory (the launcher's paths must
-    exist on the launching node). Open MPI passes one ssh command line to every node, so the hosts
-    must agree on these settings; Open MPI splits the value at spaces, so no value may hold one.
+    The command runs on the launch node, so no path of the controller goes into it: the key is the
+    inventory's ``launch_ssh_key`` and the known-hosts file ``launch_known_hosts`` (both paths on the
+    launch node); unset, ssh there uses its own default keys, known_hosts or a forwarded agent.
+    User, port and jump host come from the inventory. Open MPI passes one ssh command line to every
+    node, so the hosts must agree on these settings; Open MPI splits the value at spaces, so no
+    value may hold one.
     """
     def of(h: Host) -> tuple[object, ...]:
-        return (h.user, h.port, h.key_file, h.known_hosts, h.proxy_jump, h.strict_host_keys)
+        return (h.user, h.port, h.var("launch_ssh_key"), h.var("launch_known_hosts"), h.proxy_jump,
+                h.strict_host_keys)
 
     first = hosts[0]
     for h in hosts[1:]:
         if of(h) != of(first):
-            raise ValueError(f"hosts {first.name} and {h.name} differ in ssh settings (user, port, key, "
-                             "known_hosts, jump host); mpirun reaches every node with one ssh command line "
+            raise ValueError(f"hosts {first.name} and {h.name} differ in ssh settings (user, port, launch_ssh_key, "
+                             "launch_known_hosts, jump host); mpirun reaches every node with one ssh command line "
                              "(set mpi_rsh_agent to a script that knows each host)")
     args: list[str] = []
     if first.user:
         args += ["-l", first.user]
     if first.port != 22:
         args += ["-p", str(first.port)]
-    if first.key_file:
-        args += ["-i", first.key_file, "-o", "IdentitiesOnly=yes"]
-    if first.known_hosts:
-        args += ["-o", f"UserKnownHostsFile={first.known_hosts}"]
+    if first.var("launch_ssh_key"):
+        args += ["-i", str(first.var("launch_ssh_key")), "-o", "IdentitiesOnly=yes"]
+    if first.var("launch_known_hosts"):
+        args += ["-o", f"UserKnownHostsFile={first.var('launch_known_hosts')}"]
     args += ["-o", f"StrictHostKeyChecking={'yes' if first.strict_host_keys else 'accept-new'}"]
     if first.proxy_jump:
         args += ["-J", first.proxy_jump]
@@ -139,7 +196,7 @@ def mgmt_netdevs(hosts: Sequence[Host]) -> list[str]:
     return out
 
 
-def launch_settings(hosts: Sequence[Host], gpus: bool) -> Launch:
+def launch_settings(hosts: Sequence[Host], gpus: bool, gpus_per_proc: int = 1) -> Launch:
     """:class:`Launch` from the launcher's (first host's) variables.
 
     ``mpi_pml``: ``ucx`` or ``tcp`` (default ``ucx`` when every host has an RDMA rail, else ``tcp``).
@@ -173,7 +230,8 @@ def launch_settings(hosts: Sequence[Host], gpus: bool) -> Launch:
                   prefix=str(launcher.var("mpi_prefix")) if launcher.var("mpi_prefix") else None,
                   export=export, rsh_agent=str(agent) if agent else None,
                   rsh_args=None if agent else rsh_args(hosts),
-                  ucx_devices=",".join(devices) if pml == "ucx" and devices else None)
+                  ucx_devices=",".join(devices) if pml == "ucx" and devices else None,
+                  gpu_numa=gpu_numa(hosts) if gpus else (), gpus_per_proc=gpus_per_proc)
 
 
 def host_list(hosts: Sequence[Host], slots: int | Sequence[int]) -> str:
@@ -213,8 +271,10 @@ def build_mpirun(hosts: Sequence[Host], slots: int | Sequence[int], program_argv
     """``mpirun`` argv running ``program_argv`` with ``slots`` ranks on each of ``hosts``.
 
     ``launch`` carries the cluster's settings (:func:`launch_settings`); ``rsh_agent`` and
-    ``if_include`` override its agent and interfaces. Ranks are placed ``ppr:N:node`` (rank r on
-    node r // N, as NCCL's local ranks expect) when every host has N slots.
+    ``if_include`` override its agent and interfaces. With N slots on every host, rank r runs on
+    node r // N (as NCCL's local ranks expect) and on the NUMA node of its GPU: ``ppr:M:numa``
+    when the GPUs split evenly and in order over M-rank NUMA nodes, else :data:`NUMA_WRAPPER`
+    (``--bind-to none``); without NUMA facts ``ppr:N:node``. ``mpi_map_by`` overrides it all.
     """
     if not hosts:
         raise ValueError("mpirun needs at least one host")
@@ -234,10 +294,20 @@ def build_mpirun(hosts: Sequence[Host], slots: int | Sequence[int], program_argv
     if launch.prefix:
         argv += ["--prefix", launch.prefix]
     argv += ["-np", str(sum(per_host)), "-H", host_list(hosts, per_host)]
-    if launch.map_by or len(set(per_host)) == 1:
-        argv += ["--map-by", launch.map_by or f"ppr:{per_host[0]}:node"]
-    if launch.bind_to:
-        argv += ["--bind-to", launch.bind_to]
+    place = placement(launch, per_host[0]) if len(set(per_host)) == 1 and not launch.map_by else Placement()
+    bind_to = launch.bind_to
+    if launch.map_by:
+        argv += ["--map-by", launch.map_by]
+    elif place.per_numa:
+        argv += ["--map-by", f"ppr:{place.per_numa}:numa"]
+    elif len(set(per_host)) == 1:
+        argv += ["--map-by", f"ppr:{per_host[0]}:node"]
+    if place.rank_nodes:
+        bind_to = "none"  # each rank binds itself with numactl (NUMA_WRAPPER)
+        program_argv = ["sh", "-c", NUMA_WRAPPER, "bench-numa", ",".join(map(str, place.rank_nodes)),
+                        *program_argv]
+    if bind_to:
+        argv += ["--bind-to", bind_to]
     settings = _mca(replace(launch, if_include=if_include or launch.if_include), max(per_host) == 1)
     settings["plm_rsh_no_tree_spawn"] = "1"
     agent = rsh_agent or launch.rsh_agent
@@ -288,9 +358,18 @@ def build_srun(nodes: Sequence[str], slots: int | Sequence[int], program_argv: S
             f"--mpi={mpi}", "--kill-on-bad-exit=1", "--overlap", "--export=ALL"]
     if gpus_per_node:
         argv += [f"--gpus-per-node={gpus_per_node}", "--gpu-bind=none"]
-    if launch.bind_to:
+    place = placement(launch, per_node[0])
+    bind_to = launch.bind_to
+    if place.per_numa:
+        # consecutive tasks fill a socket before the next (the default cyclic would alternate)
+        argv.append("--distribution=block:block")
+    if place.rank_nodes:
+        bind_to = "none"
+        program_argv = ["sh", "-c", NUMA_WRAPPER, "bench-numa", ",".join(map(str, place.rank_nodes)),
+                        *program_argv]
+    if bind_to:
         # Slurm's name for binding to NUMA locality domains is "ldoms"
-        argv.append(f"--cpu-bind={'ldoms' if launch.bind_to == 'numa' else launch.bind_to}")
+        argv.append(f"--cpu-bind={'ldoms' if bind_to == 'numa' else bind_to}")
     argv += [*extra, "--", *program_argv]
     settings = _mca(replace(launch, if_include=if_include or launch.if_include), per_node[0] == 1)
     settings.update(mca or {})

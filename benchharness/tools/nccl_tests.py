@@ -32,6 +32,8 @@ GPU_COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "br
 CPU_COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast")
 REDOPS = ("sum", "prod", "min", "max", "avg", "mulsum", "all")
 CPU_PROGRAM = "/tmp/benchharness/mpi_allreduce.py"
+#: ``require_network: any`` / ``require_gdr: any``: do not check (the defaults check IB and GDR).
+ANY = "any"
 
 PARAMS: dict[str, Any] = {
     "op": "all_reduce", "minbytes": "8", "maxbytes": "128M", "stepfactor": 2, "iters": 20, "warmup": 5,
@@ -79,10 +81,21 @@ def check_collective_params(params: Mapping[str, Any], ops: Sequence[str] = GPU_
     if not isinstance(p["env"], Mapping):
         raise ValueError("env: must be a mapping of NAME: value")
     check_env(p["env"])
-    if p["require_gdr"] is not None and not isinstance(p["require_gdr"], bool):
-        raise ValueError("require_gdr: must be true or false")
+    if p["require_gdr"] is not None and not isinstance(p["require_gdr"], bool) and p["require_gdr"] != ANY:
+        raise ValueError("require_gdr: must be true, false or any")
     if p["require_network"] is not None and not isinstance(p["require_network"], str):
-        raise ValueError("require_network: must be a name such as IB, Socket or OFI")
+        raise ValueError("require_network: must be a name such as IB, Socket or OFI (or any)")
+
+
+def requirements(p: Mapping[str, Any], hosts: Sequence[Host]) -> dict[str, Any]:
+    """``p`` with the transport requirements resolved: on hosts whose every rail list has an RDMA
+    device, NCCL must use ``NET/IB`` with GPUDirect RDMA unless the suite says otherwise
+    (``require_network: any`` / ``require_gdr: any`` turn a check off)."""
+    rdma = bool(hosts) and all(any(r.rdma_dev for r in h.nics()) for h in hosts)
+    network = p["require_network"] if p["require_network"] is not None else ("IB" if rdma else None)
+    network = None if str(network).lower() == ANY else network
+    gdr = p["require_gdr"] if p["require_gdr"] is not None else (True if network == "IB" else None)
+    return {**p, "require_network": network, "require_gdr": None if gdr == ANY else gdr}
 
 
 def _slots(step: Step, p: Mapping[str, Any], gpus: bool) -> list[int]:
@@ -109,14 +122,21 @@ def fabric_env(hosts: Sequence[Host], p: Mapping[str, Any]) -> dict[str, object]
     netdevs = mgmt_netdevs(hosts)
     if netdevs:
         env["NCCL_SOCKET_IFNAME"] = "=" + ",".join(netdevs)
-    gids = {(h.name, r.name): r.gid_index for h in hosts for r in h.nics() if r.rdma_dev and r.gid_index is not None}
-    if len(set(gids.values())) > 1:
+    rails = [(h.name, r) for h in hosts for r in h.nics() if r.rdma_dev]
+    roce = bool(rails) and all(r.link == "ethernet" for _, r in rails)  # IB ports need no GID index
+    gids = {(h, r.name): r.gid_index for h, r in rails if r.gid_index is not None}
+    if roce and len(set(gids.values())) > 1:
         where = ", ".join(f"{h}/{r}={g}" for (h, r), g in gids.items())
         raise ValueError(f"rails disagree on gid_index ({where}); NCCL_IB_GID_INDEX is one value for all")
-    if gids:
+    if roce and gids:
         env["NCCL_IB_GID_INDEX"] = next(iter(gids.values()))
+    tcs = {r.traffic_class for _, r in rails if r.traffic_class is not None}
     if p["ib_tc"] is not None:
         env["NCCL_IB_TC"] = p["ib_tc"]
+    elif roce and len(tcs) == 1:
+        env["NCCL_IB_TC"] = tcs.pop()
+    elif roce and len(tcs) > 1:
+        raise ValueError(f"rails disagree on traffic_class ({sorted(tcs)}); NCCL_IB_TC is one value for all")
     if p["ib_sl"] is not None:
         env["NCCL_IB_SL"] = p["ib_sl"]
     return env
@@ -128,7 +148,7 @@ def _mpirun(step: Step, p: Mapping[str, Any], program: list[str], env: Mapping[s
     mca = {str(k): str(v) for k, v in dict(launcher.var("mpi_mca") or {}).items()}
     slots = _slots(step, p, gpus)
     try:
-        launch = launch_settings(step.hosts, gpus)
+        launch = launch_settings(step.hosts, gpus, int(p["gpus_per_proc"]))
         if launch_via == "slurm":
             from benchharness.transport.slurm import node_name, site_args
 
@@ -212,7 +232,7 @@ class NcclTests:
         return env
 
     def commands(self, step: Step, launcher: str = "ssh") -> list[Command]:
-        p = _merged(step.params)
+        p = requirements(_merged(step.params), step.hosts)
         bindir = p["binary_dir"] or step.hosts[0].var(self.dir_var)
         binary = f"{str(bindir).rstrip('/')}/{p['op']}_perf" if bindir else f"{p['op']}_perf"
         program = [binary, *_tool_args(p, _FLAGS), "-g", str(p["gpus_per_proc"])]
@@ -223,7 +243,7 @@ class NcclTests:
         return _mpirun(step, p, program, env, gpus=True, launch_via=launcher)
 
     def parse_step(self, step: Step, results: Sequence[CommandResult]) -> list[Record]:
-        p = _merged(step.params)
+        p = requirements(_merged(step.params), step.hosts)
         res = _result(step, results)
         debug = parse_nccl_debug(f"{res.stdout}\n{res.stderr}")
         run = _parse(step, res, p["op"], {"backend": self.name, "nccl_network": debug["network"],

@@ -65,6 +65,16 @@ def gpu_for(value: Any, host: Host, what: str = "use_cuda") -> int:
     return gpu
 
 
+#: Latency tests that perftest runs only on host memory (its ``--use_cuda``/``--use_rocm`` are
+#: accepted by ib_read_lat and ib_send_lat alone).
+GPU_LAT_REFUSED = ("ib_write_lat", "ib_atomic_lat")
+
+
+def is_latency(params: Mapping[str, Any]) -> bool:
+    """Whether a perftest case measures latency (``*_lat``): such tests run one rail at a time."""
+    return str(params.get("test") or "").endswith("_lat")
+
+
 def _is_bw(test: str) -> bool:
     return test.endswith("_bw")
 
@@ -79,7 +89,7 @@ class PerftestAdapter:
         "qps": 1, "report_gbits": True, "rdma_cm": False, "connection": None, "mtu": None,
         "tx_depth": None, "use_cuda": None, "use_rocm": None, "rate_limit": None,
         "burst_size": None, "rate_units": None, "cpu_util": False, "out_json": False,
-        "numa": True, "extra_args": None, "timeout": None,
+        "numa": True, "extra_args": None, "timeout": None, "tclass": None,
     }
     patterns: Sequence[str] = ("pairs", "all-pairs", "ring", "incast", "self")
 
@@ -135,6 +145,13 @@ class PerftestAdapter:
         if params.get("use_cuda") is not None and params.get("use_rocm") is not None:
             raise ValueError("use_cuda/use_rocm: choose one")
         for opt in ("use_cuda", "use_rocm"):
+            if params.get(opt) is not None and test in GPU_LAT_REFUSED:
+                raise ValueError(f"{opt}: perftest measures GPU memory latency only with ib_read_lat and "
+                                 f"ib_send_lat; {test} refuses it")
+        tclass = params.get("tclass")
+        if tclass is not None and (isinstance(tclass, bool) or not isinstance(tclass, int) or not 0 <= tclass <= 255):
+            raise ValueError(f"tclass: an integer 0..255 (RoCE traffic class, DSCP << 2), not {tclass!r}")
+        for opt in ("use_cuda", "use_rocm"):
             value = params.get(opt)
             if value is not None and str(value).strip().lower() != NEAREST and (
                     isinstance(value, bool) or not str(value).strip().isdigit()):
@@ -157,8 +174,13 @@ class PerftestAdapter:
             args += ["-d", str(host.var("rdma_dev"))]
         if host.var("rdma_port") is not None:
             args += ["-i", str(host.var("rdma_port"))]
-        if host.var("gid_index") is not None:
-            args += ["-x", str(host.var("gid_index"))]
+        link = host.nics()[0].link  # a rail view has its one rail; a whole host, rail 0 as in its vars
+        if host.var("gid_index") is not None and link != "infiniband":
+            args += ["-x", str(host.var("gid_index"))]  # RoCE only: an IB port needs no GID index
+        tclass = params.get("tclass") if params.get("tclass") is not None else host.var("traffic_class")
+        if tclass is not None and link == "ethernet":
+            args.append(f"--tclass={tclass}")
+        args.append("-F")  # no cpufreq warning: it would interleave with the result table
         if params.get("all"):
             args.append("-a")
         elif params.get("size") is not None and not test.startswith("ib_atomic"):

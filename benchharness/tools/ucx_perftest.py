@@ -166,7 +166,8 @@ class UcxPerftestAdapter:
 
         ``tls: auto`` is RC and DC verbs (``rc,dc``: UCX's aliases for rc_verbs/rc_mlx5 and
         dc_mlx5) on a host with an RDMA device, TCP on one without (the lab). An inventory
-        ``gid_index`` becomes ``UCX_IB_GID_INDEX`` (RoCE: UCX's own choice may be another GID).
+        ``gid_index`` becomes ``UCX_IB_GID_INDEX`` and ``traffic_class`` ``UCX_IB_TRAFFIC_CLASS`` on
+        RoCE ports (UCX's own GID choice may be another one); InfiniBand ports get neither.
         """
         tls = str(params.get("tls") or "tcp")
         if tls == "auto":
@@ -182,8 +183,11 @@ class UcxPerftestAdapter:
             devices = ",".join(found) or None
         if devices and devices != "all":
             env["UCX_NET_DEVICES"] = str(devices)
-        if host.var("gid_index") is not None and host.var("rdma_dev") and tls != "tcp":
+        roce = host.nics()[0].link == "ethernet"  # an IB port needs no GID index or traffic class
+        if host.var("gid_index") is not None and host.var("rdma_dev") and tls != "tcp" and roce:
             env["UCX_IB_GID_INDEX"] = str(host.var("gid_index"))  # RoCE: the GID perftest uses too
+        if host.var("traffic_class") is not None and host.var("rdma_dev") and tls != "tcp" and roce:
+            env["UCX_IB_TRAFFIC_CLASS"] = str(host.var("traffic_class"))
         return env
 
     @staticmethod
