@@ -231,6 +231,12 @@ class _Checker:
             self.fail(f"{what} must be a whole number {bounds}, not {value!r}", line)
         return int(value)
 
+    def param_mapping(self, name: str, value: Mapping[Any, Any], what: str, line: int | None) -> None:
+        """A parameter that is a mapping by nature (``env: {NAME: value}``): plain values, not swept."""
+        for key, item in value.items():
+            if not isinstance(key, str) or not _is_scalar(item):
+                self.fail(f"{what}: {name}: {key!r} must map to a plain value, not {_type_name(item)}", line)
+
     def param_value(self, name: str, value: Any, what: str, line: int | None) -> None:
         if isinstance(value, list):
             if not value:
@@ -463,7 +469,10 @@ def _finish(check: _Checker, d: _Draft, settings: Mapping[str, Any], setting_lin
         if key not in adapter.params:
             check.fail(f"{what}: unknown parameter {key!r} for tool {adapter.name}; "
                        f"known: {', '.join(adapter.params)}", lines[f"params.{key}"])
-        check.param_value(key, value, what, lines[f"params.{key}"])
+        if isinstance(adapter.params[key], Mapping) and isinstance(value, Mapping):
+            check.param_mapping(key, value, what, lines[f"params.{key}"])  # env: {NAME: value}
+        else:
+            check.param_value(key, value, what, lines[f"params.{key}"])
     for key, value in settings.items():
         if key in setting_lines and key in adapter.params and key not in d.params \
                 and key not in _PLANNER_SETTINGS:
