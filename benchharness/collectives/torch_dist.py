@@ -280,12 +280,12 @@ def torchrun(argv: list[str]) -> int:
             return {int(k): Std(int(v)) for k, v in (item.split(":") for item in vm.split(","))}
         return Std(int(vm))
 
-    Std.from_str = staticmethod(from_str)  # type: ignore[method-assign]
+    Std.from_str = staticmethod(from_str)
     if local_addr:
         if "--local-addr" in run.get_args_parser().format_help():
             argv = ["--local-addr", local_addr, *argv]
         else:
-            api._get_fq_hostname = lambda: local_addr  # type: ignore[attr-defined]
+            api._get_fq_hostname = lambda: local_addr
     run.main(argv)
     return 0
 

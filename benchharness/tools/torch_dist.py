@@ -220,9 +220,9 @@ def header(text: str) -> Record:
     m = _HEADER.search(text)
     if not m:
         return {}
-    none = (lambda v: None if v == "none" else v)
-    return {"torch_version": m.group(1), "torch_backend": m.group(2), "nccl_version": none(m.group(3)),
-            "cuda_version": none(m.group(4)), "hip_version": none(m.group(5))}
+    nccl, cuda, hip = (None if v == "none" else v for v in m.group(3, 4, 5))
+    return {"torch_version": m.group(1), "torch_backend": m.group(2), "nccl_version": nccl,
+            "cuda_version": cuda, "hip_version": hip}
 
 
 def _records(text: str, op: str | None) -> list[Record]:
