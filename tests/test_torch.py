@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import shlex
 import subprocess
 from pathlib import Path
@@ -112,7 +111,7 @@ def test_failures_are_named() -> None:
     with pytest.raises(Exception, match="has no torch"):
         tool.parse_step(s, missing)
     crashed = [CommandResult(c, 1, "", "RuntimeError: Connection refused", 0.0, 1.0) for c in tool.commands(s)]
-    with pytest.raises(Exception, match="exited with status 1.*Connection refused"):
+    with pytest.raises(Exception, match=r"exited with status 1.*Connection refused"):
         tool.parse_step(s, crashed)
 
 
@@ -146,7 +145,7 @@ def test_shipped_workloads_load_and_bad_ones_are_named(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="data x tensor x pipeline"):
         workload_from({"name": "x", "parameters": "1B", "gpus": 16, "parallel": {"data": 3},
                        "compute_ms_per_step": 1, "steps": 1}, "w.yaml")
-    with pytest.raises(ConfigError, match="w.yaml: missing key steps"):
+    with pytest.raises(ConfigError, match=r"w\.yaml: missing key steps"):
         workload_from({"name": "x", "parameters": "1B", "gpus": 16, "compute_ms_per_step": 1}, "w.yaml")
 
 
