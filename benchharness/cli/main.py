@@ -157,16 +157,21 @@ def cmd_compare(ns: argparse.Namespace) -> int:
 
     from benchharness.results.store import find_run
 
-    kv = parse_kv([a for a in ns.runs if "=" in a], allowed=("out", "format", "equivalence"))
+    kv = parse_kv([a for a in ns.runs if "=" in a], allowed=("out", "format", "equivalence", "workload"))
     runs = [find_run(r) for r in ns.runs if "=" not in r]
     if len(runs) < 2:
         raise UsageError("bench compare needs at least two runs: bench compare RUN_A RUN_B [...]")
     threshold = _equivalence(kv.get("equivalence"))
+    workload = None
+    if kv.get("workload"):  # what an all-reduce curve means for a training run (workloads/*.yaml)
+        from benchharness.config.workloads import load_workload
+
+        workload = load_workload(kv["workload"])
     fmt = kv.get("format", "html")
     if fmt == "json":
         from benchharness.report.exports import comparison_json
 
-        text = json.dumps(comparison_json(runs, threshold=threshold), indent=2, default=str)
+        text = json.dumps(comparison_json(runs, threshold=threshold, workload=workload), indent=2, default=str)
         if kv.get("out"):
             Path(kv["out"]).write_text(text + "\n")
             print(f"comparison: {kv['out']}")
@@ -189,7 +194,7 @@ def cmd_compare(ns: argparse.Namespace) -> int:
         from benchharness.report.compare import render_comparison
 
         out = Path(kv.get("out") or "comparison.html")
-        print(f"report: {render_comparison(runs, out, threshold=threshold)}")
+        print(f"report: {render_comparison(runs, out, threshold=threshold, workload=workload)}")
     else:
         raise UsageError(f"format={fmt!r}: expected html, json, md or csv")
     return 0
