@@ -150,7 +150,8 @@ def launch_commands(step: Step, p: Mapping[str, Any], program: Sequence[str], la
     env |= {"MASTER_ADDR": first.address, "MASTER_PORT": str(port)}
     argv = [python_of(first, p), *program]
     if launch == "mpirun":
-        return _mpirun(step, {**p, "procs_per_host": slots[0] if len(set(slots)) == 1 else None}, argv, env,
+        one_gpu_each = {"procs_per_host": slots[0] if len(set(slots)) == 1 else None, "gpus_per_proc": 1}
+        return _mpirun(step, {**p, **one_gpu_each}, argv, env,
                        gpus=gpus, launch_via=launcher, uploads=uploads)
     return [_srun(step, p, slots, argv, env, gpus, uploads)]
 
