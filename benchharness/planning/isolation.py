@@ -343,6 +343,8 @@ def health_suspects(run_dir: RunDir) -> dict[str, list[str]]:
     """Endpoints whose step counters failed the suite's ``health:`` limits (``results.health``)."""
     from benchharness.results import health
 
+    if not (run_dir.path / "run.json").exists():
+        return {}  # no suite snapshot: no health limits
     return health.bad_endpoints(health.rows(run_dir))
 
 

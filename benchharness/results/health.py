@@ -118,16 +118,57 @@ def rows(run: RunDir, info: Mapping[str, Any] | None = None) -> list[HealthRow]:
     return out
 
 
+#: Limits whose counters the sender or receiver of a path both see (TCP and RDMA retransmissions
+#: are counted by the sender of the lost packet; CNPs by both ends): attributed like bandwidth.
+PATH_SHARED = ("retrans_per_mpkt", "ecn_per_gb")
+
+
+def explained(health_rows: Sequence[HealthRow]) -> dict[tuple[str, str, str | None, str], list[str]]:
+    """(test, host, rail, limit) -> the peers that explain its failing steps: a peer over the
+    limit in every step it is in (and in more than one), as a lossy link makes its peers
+    retransmit too. Only for ``PATH_SHARED`` limits; a flap or an FEC error is never explained away."""
+    out: dict[tuple[str, str, str | None, str], list[str]] = {}
+    for test, limit in {(r.test, r.judged.limit) for r in health_rows if r.judged.limit in PATH_SHARED}:
+        mine = [r for r in health_rows if r.test == test and r.judged.limit == limit and r.judged.status != "info"]
+        steps: dict[tuple[str, str | None], set[str]] = {}
+        bad: dict[tuple[str, str | None], set[str]] = {}
+        members: dict[str, set[tuple[str, str | None]]] = {}
+        for r in mine:
+            who = (r.host, r.rail)
+            steps.setdefault(who, set()).add(r.step)
+            members.setdefault(r.step, set()).add(who)
+            if r.judged.status in ("fail", "warn"):
+                bad.setdefault(who, set()).add(r.step)
+        always = {w for w, s in bad.items() if s == steps[w] and len(s) > 1}
+        for who, failing in bad.items():
+            if who in always:
+                continue
+            peers = [{o for o in members[s] if o != who and o in always} for s in failing]
+            if all(peers):
+                out[(test, who[0], who[1], limit)] = sorted({endpoint(*o) for p in peers for o in p})
+    return out
+
+
 def verdicts(health_rows: Sequence[HealthRow]) -> list[Verdict]:
     """One verdict per test, host, rail and limit: the worst step decides; the message names the
-    rail, the counter and its delta (and which step)."""
+    rail, the counter and its delta (and which step). A path-shared limit failed only with a peer
+    that fails everywhere passes, saying so (``explained``)."""
     groups: dict[tuple[str, str, str | None, str], list[HealthRow]] = {}
     for r in health_rows:
         groups.setdefault((r.test, r.host, r.rail, r.judged.limit), []).append(r)
+    by_peer = explained(health_rows)
     out: list[Verdict] = []
-    for (test, host, rail, _limit), mine in groups.items():
+    for key, mine in groups.items():
+        test, host, rail, _limit = key
         worst = min(mine, key=lambda r: (_ORDER.get(r.judged.status, 9), -(r.judged.value or 0.0)))
         status = worst.judged.status
+        if key in by_peer:
+            who = endpoint(host, rail) + (f" [{worst.nic}]" if worst.nic else "")
+            out.append(Verdict(worst.check, "pass", f"{who}: its steps over the limit are explained by "
+                               f"{', '.join(by_peer[key])} (over the limit in every step it is in); "
+                               f"worst step {worst.step}: {worst.judged.message}", host=host, test=test,
+                               value=worst.judged.value, limit=worst.judged.bound, rail=rail))
+            continue
         who = endpoint(host, rail) + (f" [{worst.nic}]" if worst.nic else "")
         nic = f" (NIC sn {worst.serial})" if worst.serial else ""
         judged = [r for r in mine if r.judged.status != "info"]
@@ -145,9 +186,10 @@ def verdicts(health_rows: Sequence[HealthRow]) -> list[Verdict]:
 
 def bad_endpoints(health_rows: Sequence[HealthRow]) -> dict[str, list[str]]:
     """Endpoint (``h3.rail1``, or the host) -> the health checks it failed: suspects for isolation."""
+    by_peer = explained(health_rows)
     out: dict[str, list[str]] = {}
     for r in health_rows:
-        if r.judged.status == "fail":
+        if r.judged.status == "fail" and (r.test, r.host, r.rail, r.judged.limit) not in by_peer:
             checks = out.setdefault(endpoint(r.host, r.rail), [])
             text = f"{r.check} ({r.judged.counter} +{r.judged.delta} in {r.step})"
             if not any(c.startswith(r.check) for c in checks):

@@ -334,7 +334,12 @@ def judge(counters: Mapping[str, int], limits: Mapping[str, Any], *, seconds: fl
                 missing(limit, "no FEC corrected-bits counter")
                 continue
             if not bkeys:
-                bits = (nbytes or 0) * 8 if source == "PHY counters" else 0
+                rx_bytes, rkeys = _sum(counters, {"rx_bytes_phy"})
+                bits = rx_bytes * 8 if rkeys else 0
+            if not bits and not corrected:
+                out.append(Judged(limit, "pass", 0.0, float(limits[limit]), _FEC_CORRECTED_BITS, 0,
+                                  f"{_FEC_CORRECTED_BITS} +0 and no bits received in the step"))
+                continue
             if not bits:
                 out.append(Judged(limit, "info", None, limits[limit], _FEC_CORRECTED_BITS, corrected,
                                   f"{_FEC_CORRECTED_BITS} +{corrected} but no received-bits counter: BER not judged"))
