@@ -26,7 +26,7 @@ EXIT_CODES = """exit codes:
 """
 
 # Keys that `bench run` consumes itself; every other key=value overrides a suite parameter.
-RUN_KEYS = ("suite", "hosts", "out", "resume", "launcher", "junit", "baseline", "label")
+RUN_KEYS = ("suite", "hosts", "out", "resume", "launcher", "junit", "baseline", "label", "prom", "push")
 
 
 def parse_kv(items: Sequence[str], allowed: Sequence[str] | None = None) -> dict[str, str]:
@@ -55,7 +55,27 @@ def cmd_run(ns: argparse.Namespace) -> int:
     suite = kv.pop("suite", None) or "quick"
     hosts, out, resume = kv.pop("hosts", None), kv.pop("out", None), kv.pop("resume", None)
     return run_suite(suite, hosts, kv, out=out, resume=resume, launcher=kv.pop("launcher", None),
-                     junit=kv.pop("junit", None), baseline=kv.pop("baseline", None), label=kv.pop("label", None))
+                     junit=kv.pop("junit", None), baseline=kv.pop("baseline", None), label=kv.pop("label", None),
+                     prom=kv.pop("prom", None), push=kv.pop("push", None))
+
+
+def cmd_export(ns: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from benchharness.report import prometheus
+    from benchharness.results.store import find_run
+
+    kv = parse_kv([a for a in ns.args if "=" in a], allowed=("prom", "push"))
+    runs = [a for a in ns.args if "=" not in a]
+    if len(runs) != 1 or not (kv.get("prom") or kv.get("push")):
+        raise UsageError("bench export needs one RUN and prom=FILE and/or push=URL")
+    run = find_run(runs[0])
+    if kv.get("prom"):
+        print(f"prom: {prometheus.write_textfile(run, Path(kv['prom']))}")
+    if kv.get("push"):
+        prometheus.push(run, kv["push"])
+        print(f"pushed: {kv['push']}")
+    return 0
 
 
 def cmd_plan(ns: argparse.Namespace) -> int:
@@ -332,6 +352,8 @@ def build_parser() -> argparse.ArgumentParser:
         "  label=TEXT        how reports and comparisons name this run (default: what differs)\n"
         "  launcher=ssh|slurm  how commands reach the hosts: SSH (default) or Slurm job steps (srun)\n"
         "  junit=FILE        also write the verdicts as JUnit XML (one testcase per check, per host)\n"
+        "  prom=FILE         also write verdicts and headline metrics as Prometheus text (node_exporter\n"
+        "                    textfile collector); push=URL pushes them to a Pushgateway\n"
         "  baseline=REF      run that 'N% baseline' checks compare with: a tag (golden), latest-pass,\n"
         "                    latest or a run id (default: the suite's verdicts: baseline, else golden)\n"
         "  KEY=VALUE         override a suite setting or tool parameter (duration=5 repeat=3 ...)\n\n"
@@ -363,6 +385,11 @@ def build_parser() -> argparse.ArgumentParser:
     add("report", cmd_report, "render the HTML report of a run, or a comparison of several runs",
         "arguments: RUN [RUN ...] [out=FILE] [junit=FILE (one run: its verdicts as JUnit XML)]"
         ).add_argument("runs", nargs="+", metavar="RUN")
+    add("export", cmd_export, "export a run's verdicts and headline metrics as Prometheus text",
+        "arguments: RUN prom=FILE [push=URL]\n\n"
+        "prom=FILE for node_exporter's textfile collector (--collector.textfile.directory, *.prom);\n"
+        "push=URL to a Pushgateway (http://host:9091), grouped by suite"
+        ).add_argument("args", nargs="+", metavar="RUN|KEY=VALUE")
     add("compare", cmd_compare, "compare runs side by side (the first is the baseline): medians, 95%% CIs, "
         "ratios with 95%% intervals, plain verdicts",
         "arguments: RUN_A RUN_B [RUN ...] [out=FILE] [format=html|json|md|csv] [equivalence=2%%]\n\n"

@@ -51,7 +51,8 @@ ISOLATION_SETTINGS = ("isolate", "isolation_bw_share", "isolation_lat_factor")
 #: Settings that belong to the planner and never flow into tool parameters.
 _PLANNER_SETTINGS = {"repeat", "base_port", "telemetry", "telemetry_interval", "preflight"}
 TOP_KEYS = ("description", "settings", "tests", "verdicts")
-TEST_KEYS = ("name", "tool", "hosts", "pattern", "pairs", "sweep", "repeat", "params", "checks", "rails")
+TEST_KEYS = ("name", "tool", "hosts", "pattern", "pairs", "sweep", "repeat", "params", "checks", "rails",
+             "health")
 #: ``rails:`` of a pair-tool test: aligned (rail i <-> rail i, all rails at once), each (one rail
 #: at a time), cross (rail i <-> rail j, i != j, one combination at a time), first (only each
 #: host's first NIC, said on purpose: without it a multi-NIC host that would be tested on fewer
@@ -86,6 +87,8 @@ class TestSpec:
     checks: tuple[dict[str, Any], ...] = ()
     #: How the test uses each host's NICs (RAIL_MODES); None: the host's first NIC, as before.
     rails: str | None = None
+    #: Fabric health limits (``telemetry.health.parse_health``), validated; None: not judged.
+    health: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -389,6 +392,19 @@ def _checks(check: _Checker, data: LineMap, what: str) -> tuple[dict[str, Any], 
     return tuple(out)
 
 
+def _health(check: _Checker, data: LineMap, what: str) -> dict[str, Any] | None:
+    """The validated ``health:`` limits of a test (see ``telemetry.health.parse_health``)."""
+    from benchharness.telemetry.health import HealthError, parse_health
+
+    if data.get("health") is None:
+        return None
+    raw = check.mapping(data["health"], f"{what}: health", data.key_lines["health"])
+    try:
+        return parse_health(raw)
+    except HealthError as exc:
+        check.fail(f"{what}: {exc}", raw.key_lines.get(exc.key, raw.line) if exc.key else raw.line)
+
+
 def _draft(check: _Checker, item: Any, line: int, earlier: list[_Draft]) -> _Draft:
     data = check.mapping(item, "each test", line)
     name = check.string(data, "name", f"test at line {data.line}")
@@ -521,7 +537,7 @@ def _finish(check: _Checker, d: _Draft, settings: Mapping[str, Any], setting_lin
             check.fail(f"{what}: rails: {rails} needs a pair pattern ({', '.join(RAIL_PATTERNS)}), "
                        f"not {pattern}", lines.get("rails"))
     spec = TestSpec(d.name, adapter.name, hosts, pattern, sweep, repeat, dict(d.params), data.line,
-                    pairs, lines, _checks(check, data, what), rails)
+                    pairs, lines, _checks(check, data, what), rails, _health(check, data, what))
     cases = expand_cases(spec)
     for case in cases:
         try:
