@@ -16,7 +16,7 @@ from benchharness.results.store import RunDir
 from benchharness.telemetry.counters import delta, parse_snapshot
 from benchharness.telemetry.health import HealthError, judge, parse_health, split_rails
 
-REAL = Path(__file__).parent / "fixtures" / "real" / "health"
+REAL = Path(__file__).parent / "fixtures" / "health" / "real"  # published ethtool -S excerpts (see its SOURCES)
 RXE = Path(__file__).parent / "fixtures" / "captured" / "soft-roce-vm" / "rdma-statistic-show-link-rxe0.json"
 LIMITS = {"pause_share": 0.05, "ecn_per_gb": 1000, "retrans_per_mpkt": 100, "discards_per_mpkt": 10,
           "out_of_buffer_per_mpkt": 10, "link_flaps": 0, "symbol_errors": 0, "fec_uncorrected": 0,
