@@ -58,6 +58,16 @@ def cmd_run(ns: argparse.Namespace) -> int:
                      junit=kv.pop("junit", None), baseline=kv.pop("baseline", None), label=kv.pop("label", None))
 
 
+def cmd_bisect(ns: argparse.Namespace) -> int:
+    from benchharness.execution.bisect import BISECT_KEYS, run_bisect
+
+    kv = parse_kv(ns.args)
+    hosts = _require(kv, "hosts", "bisect")
+    rest = {k: v for k, v in kv.items() if k not in BISECT_KEYS}
+    return run_bisect(kv.get("suite") or "allreduce", hosts, rest, out=kv.get("out"), test=kv.get("test"),
+                      limit=kv.get("limit"), launcher=kv.get("launcher"))
+
+
 def cmd_plan(ns: argparse.Namespace) -> int:
     from benchharness.config.inventory import load_inventory, local_inventory
     from benchharness.config.suites import load_suite
@@ -351,6 +361,14 @@ def build_parser() -> argparse.ArgumentParser:
         "                    latest or a run id (default: the suite's verdicts: baseline, else golden)\n"
         "  KEY=VALUE         override a suite setting or tool parameter (duration=5 repeat=3 ...)\n\n"
         "example:\n  bench run suite=allreduce hosts=lab.ini repeat=3"
+        ).add_argument("args", nargs="*", metavar="KEY=VALUE")
+    add("bisect", cmd_bisect, "find the nodes that drag a collective down: test halves concurrently, "
+        "narrow to the slow nodes, confirm with random healthy partners",
+        "arguments: hosts=INVENTORY [suite=allreduce] [test=NAME] [limit=BUSBW_GBps] [out=DIR]\n"
+        "  [bisect_share=0.7] [bisect_rounds=N] [bisect_seconds=1800] [bisect_seed=0] [KEY=VALUE ...]\n\n"
+        "A group passes at bisect_share of limit= (else of the median healthy group). Exit 1 when a node\n"
+        "is named (with the groups it was in and their bus bandwidth), 0 when none, 3 when nothing ran.\n\n"
+        "example:\n  bench bisect hosts=cluster.ini suite=allreduce limit=40"
         ).add_argument("args", nargs="*", metavar="KEY=VALUE")
     add("plan", cmd_plan, "print the rounds and exact command lines a run would execute, without running",
         "arguments: suite=NAME hosts=INVENTORY [KEY=VALUE ...]").add_argument("args", nargs="*", metavar="KEY=VALUE")
