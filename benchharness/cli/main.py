@@ -78,6 +78,16 @@ def cmd_export(ns: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bisect(ns: argparse.Namespace) -> int:
+    from benchharness.execution.bisect import BISECT_KEYS, run_bisect
+
+    kv = parse_kv(ns.args)
+    hosts = _require(kv, "hosts", "bisect")
+    rest = {k: v for k, v in kv.items() if k not in BISECT_KEYS}
+    return run_bisect(kv.get("suite") or "allreduce", hosts, rest, out=kv.get("out"), test=kv.get("test"),
+                      limit=kv.get("limit"), launcher=kv.get("launcher"))
+
+
 def cmd_plan(ns: argparse.Namespace) -> int:
     from benchharness.config.inventory import load_inventory, local_inventory
     from benchharness.config.suites import load_suite
@@ -262,16 +272,36 @@ def cmd_parse(ns: argparse.Namespace) -> int:
 
 def cmd_doctor(ns: argparse.Namespace) -> int:
     from benchharness.config.inventory import load_inventory, local_inventory
-    from benchharness.telemetry.doctor import doctor, ping
+    from benchharness.results import golden as golden_store
+    from benchharness.results.catalog import Catalog
+    from benchharness.telemetry.doctor import doctor, doctor_facts, ping, roles_of
+    from benchharness.telemetry.golden import learn
 
-    kv = parse_kv(ns.args, allowed=("hosts", "out", "limit", "ping"))
-    inventory = load_inventory(kv["hosts"]) if kv.get("hosts") else local_inventory()
-    if warning := inventory.ssh_warning():
-        print(warning, file=sys.stderr)
-    hosts = inventory.select(kv["limit"]) if kv.get("limit") else inventory.hosts
-    if kv.get("ping", "").lower() in ("1", "true", "yes"):
-        return ping(hosts)
-    return doctor(hosts, out=kv.get("out"))
+    kv = parse_kv(ns.args, allowed=("hosts", "out", "limit", "ping", "facts", "golden", "save_golden"))
+    catalog = Catalog()
+    golden = golden_store.load(catalog, kv["golden"]) if kv.get("golden") else None
+    seen: dict[str, object] = {}
+    if kv.get("facts"):
+        inventory = load_inventory(kv["hosts"]) if kv.get("hosts") else None
+        roles = roles_of(inventory.hosts) if inventory else {}
+        code, facts = doctor_facts(kv["facts"], golden, kv.get("golden", ""), roles)
+        seen.update(facts=facts, roles=roles)
+    else:
+        inventory = load_inventory(kv["hosts"]) if kv.get("hosts") else local_inventory()
+        if warning := inventory.ssh_warning():
+            print(warning, file=sys.stderr)
+        hosts = inventory.select(kv["limit"]) if kv.get("limit") else inventory.hosts
+        if kv.get("ping", "").lower() in ("1", "true", "yes"):
+            return ping(hosts)
+        code = doctor(hosts, out=kv.get("out"), golden=golden, reference=kv.get("golden", ""),
+                      facts_sink=lambda f: seen.update(facts=f))
+        seen["roles"] = roles_of(hosts)
+    if kv.get("save_golden") and isinstance(seen.get("facts"), dict):
+        learned = learn(seen["facts"], seen.get("roles"))  # type: ignore[arg-type]
+        n = golden_store.save(catalog, kv["save_golden"], learned)
+        print(f"golden configuration {kv['save_golden']!r}: {n} value(s) of {len(learned)} group(s) "
+              f"stored in {catalog.path}")
+    return code
 
 
 def cmd_provision(ns: argparse.Namespace) -> int:
@@ -359,6 +389,14 @@ def build_parser() -> argparse.ArgumentParser:
         "  KEY=VALUE         override a suite setting or tool parameter (duration=5 repeat=3 ...)\n\n"
         "example:\n  bench run suite=allreduce hosts=lab.ini repeat=3"
         ).add_argument("args", nargs="*", metavar="KEY=VALUE")
+    add("bisect", cmd_bisect, "find the nodes that drag a collective down: test halves concurrently, "
+        "narrow to the slow nodes, confirm with random healthy partners",
+        "arguments: hosts=INVENTORY [suite=allreduce] [test=NAME] [limit=BUSBW_GBps] [out=DIR]\n"
+        "  [bisect_share=0.7] [bisect_rounds=N] [bisect_seconds=1800] [bisect_seed=0] [KEY=VALUE ...]\n\n"
+        "A group passes at bisect_share of limit= (else of the median healthy group). Exit 1 when a node\n"
+        "is named (with the groups it was in and their bus bandwidth), 0 when none, 3 when nothing ran.\n\n"
+        "example:\n  bench bisect hosts=cluster.ini suite=allreduce limit=40"
+        ).add_argument("args", nargs="*", metavar="KEY=VALUE")
     add("plan", cmd_plan, "print the rounds and exact command lines a run would execute, without running",
         "arguments: suite=NAME hosts=INVENTORY [KEY=VALUE ...]").add_argument("args", nargs="*", metavar="KEY=VALUE")
     add("suites", cmd_suites, "list the suites with their descriptions")
@@ -402,8 +440,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", help="file to parse, or - for standard input")
     add("doctor", cmd_doctor, "probe hosts and run the preflight checks: PCIe, NUMA, MTU, link, tools, "
         "governor, temperatures, GPU-NIC topology",
-        "arguments: hosts=INVENTORY [limit=PATTERN] [out=FILE.json] [ping=true]\n\n"
+        "arguments: hosts=INVENTORY [limit=PATTERN] [out=FILE.json] [ping=true]\n"
+        "  [facts=FILE.json] [golden=TAG] [save_golden=TAG]\n\n"
         "ping=true only connects (like ansible all -m ping) and says per host how it was reached\n"
+        "Hosts that differ from the majority of their role (inventory var role) and NIC model in\n"
+        "firmware, driver, MTU, PCIe link, NUMA node, PFC/ECN, GID index or tool versions are listed;\n"
+        "golden=TAG holds them to a stored reference instead (a difference then fails), save_golden=TAG\n"
+        "stores the majority in the catalog; facts=FILE judges stored facts (out= JSON) without probing\n"
         "exit code 1 when a check fails (warnings do not fail)").add_argument("args", nargs="*", metavar="KEY=VALUE")
     add("provision", cmd_provision, "install the benchmark tools on the hosts with Ansible (ansible/site.yml)",
         "arguments: hosts=INVENTORY [limit=PATTERN] [tags=bench_tools,nccl_tests,rccl_tests,soft_roce] "
