@@ -218,6 +218,27 @@ def test_acceptance_rdma_tests_pass_their_emulation_limits(rdma_vm: dict[str, An
     assert any("bandwidth floor" in n for n in names) and any("latency ceiling" in n for n in names)
 
 
+def test_rxe_counters_are_judged_and_what_rxe_lacks_is_not_zero(rdma_vm: dict[str, Any]) -> None:
+    """acceptance-rxe's write bandwidth has a health: block; rxe's real counters are judged."""
+    run = run_dir(rdma_vm, "acceptance-rxe")
+    verdicts = [v for v in json.loads((run.path / "run.json").read_text())["verdicts"]
+                if v["check"].startswith("health: ") and v["test"] == "rdma-write-bw"]
+    by_check: dict[str, list[dict[str, Any]]] = {}
+    for v in verdicts:
+        by_check.setdefault(v["check"].removeprefix("health: "), []).append(v)
+    assert by_check.keys() >= {"retransmissions", "link flaps", "pause share", "ECN/CNP marks"}, by_check.keys()
+    for v in by_check["retransmissions"]:
+        assert v["status"] in ("pass", "fail") and v["value"] is not None, v  # judged on rxe's counters
+    assert all(v["status"] == "pass" for v in by_check["link flaps"]), by_check["link flaps"]
+    for name in ("pause share", "ECN/CNP marks"):
+        for v in by_check[name]:
+            assert v["status"] == "info" and v["value"] is None and "not exposed" in v["message"], v
+    step = next(s["step"] for s in run.steps() if "rdma-write-bw" in s["step"])
+    deltas = json.loads((run.path / "telemetry" / "counters" / f"{step}.json").read_text())
+    for host in ("h1", "h2"):
+        assert deltas[host]["counters"]["ib_hw:rxe0/1:sent_pkts"] > 0
+
+
 def test_ucx_over_rxe_aborts_and_is_classified(rdma_vm: dict[str, Any]) -> None:
     """UCX 1.13 cannot use rxe here: RC wires up over UD and the UD endpoint times out."""
     res = step(rdma_vm, "ucx-rxe")
