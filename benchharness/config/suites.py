@@ -34,7 +34,7 @@ from benchharness.core.yamllines import LineMap, LineSeq, read_yaml
 from benchharness.tools.base import ToolAdapter
 
 PATTERNS = ("pairs", "all-pairs", "ring", "one-to-many", "incast", "all-to-all", "scaling", "group",
-            "self")
+            "self", "gpu-pairs")
 SWEEPS = ("matrix", "zip")
 #: Parameters whose values are byte sizes: a range string ("8..8G x2") in one is swept.
 SETTING_DEFAULTS: dict[str, Any] = {"repeat": 1, "base_port": 5201, "timeout": 120.0,
