@@ -402,7 +402,7 @@ class Collective:
     name = "collective"
     description = "collective sweep: rccl-tests on AMD GPUs, nccl-tests on NVIDIA GPUs, MPI CPU benchmark otherwise"
     params = PARAMS
-    patterns = ("group", "scaling")
+    patterns = ("group", "scaling", "gpu-pairs")  # gpu-pairs needs gpus: never the CPU backend
 
     def check_params(self, params: Mapping[str, Any]) -> None:
         check_collective_params(params)
