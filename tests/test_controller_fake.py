@@ -3,13 +3,14 @@ named, every other step keeps its samples; max_connections is a checked suite se
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
-from benchharness.config.suites import load_suite
+from benchharness.config.suites import Suite, load_suite
 from benchharness.core.errors import ConfigError, UsageError
 from benchharness.core.model import Host
 from benchharness.execution.runner import Runner
@@ -30,7 +31,7 @@ tests:
 """
 
 
-def _suite(tmp_path: Path, text: str = SUITE, overrides: dict[str, str] | None = None):  # noqa: ANN202
+def _suite(tmp_path: Path, text: str = SUITE, overrides: dict[str, str] | None = None) -> Suite:
     path = tmp_path / "one-round.yaml"
     path.write_text(text)
     return load_suite(path, overrides)
@@ -55,7 +56,7 @@ def test_failed_hosts_are_named_and_the_rest_keep_their_samples(tmp_path: Path) 
         if len(argv) > 1 and argv[1].endswith("probe.py"):  # python3 probe.py, not mv
             with lock:
                 probed.append(host.name)
-            return 0, '{"host": {"hostname": "%s"}}' % host.name, ""
+            return 0, json.dumps({"host": {"hostname": host.name}}), ""
         if argv[0] == "iperf3" and "-s" in argv:
             return 0, "Server listening on 5201 (test #1)\n", ""
         if argv[0] == "iperf3":
@@ -85,7 +86,7 @@ def test_failed_hosts_are_named_and_the_rest_keep_their_samples(tmp_path: Path) 
 
 def test_max_connections_is_a_checked_setting(tmp_path: Path) -> None:
     assert _suite(tmp_path, overrides={"max_connections": "64"}).settings["max_connections"] == 64
-    with pytest.raises(ConfigError, match="max_connections must be a whole number 1..1024"):
+    with pytest.raises(ConfigError, match=r"max_connections must be a whole number 1\.\.1024"):
         _suite(tmp_path, SUITE.replace("max_connections: 3", "max_connections: 0"))
     with pytest.raises((ConfigError, UsageError), match="max_connections"):
         _suite(tmp_path, overrides={"max_connections": "many"})
