@@ -15,17 +15,18 @@ and ASIC temperatures, GPU <-> NIC PCIe relation. Per host: GPUs' PCIe links and
 from __future__ import annotations
 
 import ipaddress
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from benchharness.core.model import Host, Rail, Verdict
 from benchharness.core.values import gpu_indices
+from benchharness.telemetry import requirements
 from benchharness.telemetry.parsers.amd_gpu import parse_rocm_smi_temp
 from benchharness.telemetry.parsers.ethtool_module import parse_module
 from benchharness.telemetry.parsers.gpu import parse_amd_smi
 from benchharness.telemetry.rails import RANK, gpu_table, nic_gpu_relations
+from benchharness.tools.base import version_tuple
 from benchharness.tools.mpi_launch import gpu_count
 
 #: (warn, fail) in °C. A NIC ASIC sensor with its own ``crit`` uses (crit - 10, crit) instead;
@@ -36,9 +37,9 @@ TEMPERATURE_LIMITS: dict[str, tuple[float, float]] = {
     "gpu": (83.0, 90.0),
     "host": (85.0, 95.0),
 }
-#: Oldest versions the harness's command lines and parsers rely on.
-MIN_VERSIONS: dict[str, str] = {"perftest": "4.5", "iperf3": "3.7"}
-REQUIRED_TOOLS: tuple[str, ...] = ("perftest", "iperf3")
+#: Oldest versions the harness's command lines and parsers rely on (each tool's ``ToolFacts``).
+MIN_VERSIONS: dict[str, str] = requirements.min_versions()
+REQUIRED_TOOLS: tuple[str, ...] = requirements.required_tools()
 #: GPU <-> NIC relations that keep GPUDirect RDMA traffic under one PCIe switch.
 GOOD_GPU_NIC = ("PIX", "PXB")
 _MEANING = {"PHB": "through the PCIe host bridge", "NODE": "across host bridges within a NUMA node",
@@ -78,8 +79,6 @@ def _available(section: Any) -> bool:
     return not (isinstance(section, Mapping) and section.get("available") is False)
 
 
-def _version_tuple(text: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in re.findall(r"\d+", text))
 
 
 @dataclass
@@ -398,7 +397,7 @@ class HostJudge:
             self.add(None, "gpudirect", "pass", f"{loaded[0]} is loaded (GPUDirect RDMA)", loaded[0], "nvidia_peermem")
             return
         kernel = str((self.facts.get("host") or {}).get("kernel") or "")
-        dmabuf = _version_tuple(kernel) >= (5, 12)
+        dmabuf = version_tuple(kernel) >= (5, 12)
         self.add(None, "gpudirect", "warn", "nvidia_peermem is not loaded: GPUDirect RDMA needs it"
                  + (f", or DMA-BUF (kernel {kernel} has it; needs NVIDIA's open kernel modules and NCCL >= 2.19)"
                     if dmabuf else f" (kernel {kernel or '?'} predates DMA-BUF, 5.12)")
@@ -410,12 +409,13 @@ class HostJudge:
             info = tools.get(name) or {"available": False, "reason": "not probed"}
             if not info.get("available"):
                 probed = self.facts.get("commands", True)
+                hint = requirements.install_hint(name)
                 self.add(None, "tool_version", "fail" if probed else "info",
-                         f"{name} is missing: {info.get('reason')}" if probed else f"{name} not probed "
-                         "(probe ran with --no-commands)", None, minimum.get(name))
+                         f"{name} is missing: {info.get('reason')}" + (f" ({hint})" if hint else "")
+                         if probed else f"{name} not probed (probe ran with --no-commands)", None, minimum.get(name))
                 continue
             version, need = info.get("version"), minimum.get(name)
-            if need and version and _version_tuple(version) < _version_tuple(need):
+            if need and version and version_tuple(version) < version_tuple(need):
                 self.add(None, "tool_version", "fail", f"{name} {version} is older than {need} ({info.get('path')})",
                          version, need)
             elif need and not version:

@@ -15,7 +15,9 @@ from typing import Any
 from benchharness.core.errors import ConfigError, ToolFailure
 from benchharness.core.model import Command, CommandResult, Host, Record, Step
 from benchharness.core.units import parse_size
+from benchharness.tools.base import ToolFacts
 from benchharness.tools.mpi_launch import (
+    MPIRUN,
     build_mpirun,
     build_srun,
     check_env,
@@ -217,6 +219,8 @@ class NcclTests:
 
     def __init__(self, name: str, vendor: str, dir_var: str) -> None:
         self.name, self.vendor, self.dir_var = name, vendor, dir_var
+        # built from source by the nccl_tests / rccl_tests roles; the probe finds them itself
+        self.requirements: tuple[ToolFacts, ...] = (ToolFacts("rccl" if vendor == "amd" else name), MPIRUN)
         self.description = f"{name}: NCCL-style collectives ({'RCCL, ROCm' if vendor == 'amd' else 'NCCL'}) "\
                            "over mpirun, with NCCL_DEBUG transport checks"
 
@@ -313,6 +317,7 @@ class CpuCollective:
     description = "CPU collectives over MPI (mpi4py, NumPy), printed as an nccl-tests table"
     params = PARAMS
     patterns = ("group", "scaling")
+    requirements: tuple[ToolFacts, ...] = (MPIRUN,)
 
     def check_params(self, params: Mapping[str, Any]) -> None:
         check_collective_params(params, CPU_COLLECTIVES)
@@ -375,6 +380,11 @@ class Collective:
     description = "collective sweep: rccl-tests on AMD GPUs, nccl-tests on NVIDIA GPUs, MPI CPU benchmark otherwise"
     params = PARAMS
     patterns = ("group", "scaling")
+
+    @property
+    def requirements(self) -> tuple[ToolFacts, ...]:
+        """Those of every backend it may choose."""
+        return tuple({f.name: f for b in (NCCL, RCCL, CPU) for f in b.requirements}.values())
 
     def check_params(self, params: Mapping[str, Any]) -> None:
         check_collective_params(params)
