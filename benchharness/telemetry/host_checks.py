@@ -273,32 +273,53 @@ class HostJudge:
                      speed_gbps, float(want), speed_gbps, float(want))
 
     def gid_index(self, rf: RailFacts) -> None:
-        """The rail's ``gid_index``: a RoCE v2 GID carrying the rail's address (the right one suggested).
+        """The rail's ``gid_index`` against its port's link layer and GID table.
 
-        perftest, NCCL and UCX address the peer by that GID; a RoCE v1 or link-local entry, or one of
-        another address, connects to the wrong place or not at all.
+        RoCE: a RoCE v2 GID carrying the rail's address (the right one suggested); perftest, NCCL and
+        UCX address the peer by that GID, and a RoCE v1 or link-local entry, or one of another
+        address, connects to the wrong place or not at all; none set, perftest takes GID 0 (the
+        link-local entry). InfiniBand: no GID index at all (the tools leave it out there). An
+        inventory ``link_layer`` that is not the port's own is named too.
         """
         rail, port = rf.rail, rf.port
-        if not rail.rdma_dev or rail.gid_index is None or port is None or port.get("link_layer") != "Ethernet":
-            return  # missing: link_state says so; InfiniBand: GID 0 is right
+        if not rail.rdma_dev or port is None:
+            return  # missing: link_state says so
+        layer = port.get("link_layer")
+        where = f"{rail.rdma_dev}/{rail.rdma_port} ({rail.name})"
+        if rail.link_layer and layer in ("InfiniBand", "Ethernet") and rail.link != layer.lower():
+            self.add(rf, "link_layer", "fail", f"{where}: link_layer={rail.link_layer} in the inventory, but the "
+                     f"port is {layer}: the tools would take the wrong GID and traffic-class flags",
+                     layer, rail.link_layer)
+        if layer == "InfiniBand":
+            if rail.gid_index is not None:
+                self.add(rf, "gid_index", "warn", f"{where} gid_index={rail.gid_index} is set on an InfiniBand "
+                         "port: it is left out there (perftest -x, NCCL_IB_GID_INDEX, UCX_IB_GID_INDEX are for "
+                         "RoCE); remove it from the rail", rail.gid_index, None, rail.gid_index)
+            return
+        if layer != "Ethernet":
+            return
         gids = port.get("gids") or []
         # gid_ip: the address the GID carries when it is not the rail's own (an RDMA device
         # shared into a network namespace or container, whose GIDs hold the root's addresses)
         address = str(self.host.var("gid_ip")) if self.host.var("gid_ip") and \
             rail.rdma_dev == self.host.var("rdma_dev") else rail.data_ip
         good = [g for g in gids if g.get("type") == "RoCE v2" and carries(g.get("gid"), address)]
+        hint = (f"; use gid_index={good[0]['index']}" if good else
+                f"; no RoCE v2 GID carries {address or 'an IPv4 address'} (is the address on "
+                f"{', '.join(port.get('netdevs') or []) or 'the netdev'}?)")
+        suggested = float(good[0]["index"]) if good else None
+        if rail.gid_index is None:
+            self.add(rf, "gid_index", "fail", f"{where}: a RoCE port without gid_index: perftest would use GID 0 "
+                     f"(the link-local entry){hint}", None, address, None, suggested)
+            return
         entry = next((g for g in gids if g.get("index") == rail.gid_index), None)
-        where = f"{rail.rdma_dev}/{rail.rdma_port} ({rail.name}) gid_index={rail.gid_index}"
+        where = f"{where} gid_index={rail.gid_index}"
         if entry is not None and entry in good:
             self.add(rf, "gid_index", "pass", f"{where}: RoCE v2, {entry['gid']}", entry["gid"], address,
                      rail.gid_index)
             return
         found = "no such entry" if entry is None else f"{entry.get('type')} {entry.get('gid')}"
-        hint = (f"; use gid_index={good[0]['index']}" if good else
-                f"; no RoCE v2 GID carries {address or 'an IPv4 address'} (is the address on "
-                f"{', '.join(port.get('netdevs') or []) or 'the netdev'}?)")
-        self.add(rf, "gid_index", "fail", f"{where} is {found}{hint}", found, address, rail.gid_index,
-                 float(good[0]["index"]) if good else None)
+        self.add(rf, "gid_index", "fail", f"{where} is {found}{hint}", found, address, rail.gid_index, suggested)
 
     def nic_temperatures(self, rf: RailFacts) -> None:
         nic = rf.nic or {}
