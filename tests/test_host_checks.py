@@ -25,7 +25,7 @@ from benchharness.telemetry.preflight import run_findings
 from benchharness.telemetry.rails import gpu_table, nic_gpu_relations, pci_relation, rails_from_facts
 from benchharness.telemetry.requirements import probe_tools_arg
 
-PROBE = Path(__file__).parents[1] / "benchharness" / "telemetry" / "probe.py"
+PROBE = Path(__file__).parents[1] / "benchharness" / "onhost" / "probe.py"
 KINDS = ("dgx", "mi300x")
 
 

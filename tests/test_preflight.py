@@ -14,7 +14,7 @@ import pytest
 from benchharness.core.model import Host, Verdict
 from benchharness.telemetry.preflight import run_checks
 
-PROBE = Path(__file__).parents[1] / "benchharness" / "telemetry" / "probe.py"
+PROBE = Path(__file__).parents[1] / "benchharness" / "onhost" / "probe.py"
 FIXTURES = Path(__file__).parent / "fixtures" / "telemetry"
 # gid_index 3: the RoCE v2 GID of 198.18.0.2 in the healthy tree's table
 VARS = {"netdev": "ens1f0np0", "rdma_dev": "mlx5_0", "numa_node": 0, "gid_index": 3}

@@ -20,7 +20,7 @@ import pytest
 
 from benchharness.telemetry.requirements import probe_tools, probe_tools_arg
 
-PROBE = Path(__file__).parents[1] / "benchharness" / "telemetry" / "probe.py"
+PROBE = Path(__file__).parents[1] / "benchharness" / "onhost" / "probe.py"
 TREES = Path(__file__).parent / "fixtures" / "telemetry" / "trees"
 
 

@@ -42,8 +42,8 @@ REMOTE_DIR = "/tmp/benchharness-telemetry"
 
 
 def script_path(name: str) -> str:
-    """Local path of a telemetry script shipped with the package (probe.py, sampler.py)."""
-    return str(resources.files("benchharness.telemetry") / name)
+    """Local path of a program shipped for hosts (``onhost/``: probe.py, sampler.py)."""
+    return str(resources.files("benchharness.onhost") / name)
 
 
 def stage_script(transport: Transport, name: str) -> str:

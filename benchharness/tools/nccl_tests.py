@@ -3,7 +3,7 @@
 One step is one ``mpirun`` on the step's first host (the launcher) with ranks on every step host
 (pattern ``group``, or ``scaling`` where the planner grows the host list). ``collective`` runs
 rccl-tests on hosts with ``gpus > 0`` and ``gpu_vendor: amd``, nccl-tests on other GPU hosts, and
-the CPU benchmark (``benchharness.collectives.mpi_allreduce``, same table) on hosts without GPUs.
+the CPU benchmark (``benchharness.onhost.mpi_allreduce``, same table) on hosts without GPUs.
 """
 
 from __future__ import annotations
@@ -327,9 +327,9 @@ class CpuCollective:
         if p["op"] not in CPU_COLLECTIVES:
             raise ConfigError(f"step {step.id}: the CPU benchmark has no {p['op']} "
                               f"(it has {', '.join(CPU_COLLECTIVES)})")
-        spec = importlib.util.find_spec("benchharness.collectives.mpi_allreduce")
+        spec = importlib.util.find_spec("benchharness.onhost.mpi_allreduce")
         if spec is None or spec.origin is None:
-            raise ToolFailure("tool_missing", "benchharness.collectives.mpi_allreduce is not installed")
+            raise ToolFailure("tool_missing", "benchharness.onhost.mpi_allreduce is not installed")
         if p["cpu_maxbytes"] is not None and parse_size(p["maxbytes"]) > parse_size(p["cpu_maxbytes"]):
             # the GPU sizing (8G) would take minutes per size on CPUs: stop at cpu_maxbytes
             p = {**p, "maxbytes": p["cpu_maxbytes"],
