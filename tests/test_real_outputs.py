@@ -32,7 +32,7 @@ from benchharness.core.errors import ToolFailure
 from benchharness.results import measures
 
 ROOT = Path(__file__).parent / "fixtures" / "real"
-TOOLS_WITH_ROWS = ("perftest", "nccl-tests", "rccl-tests", "ucx_perftest", "iperf3")
+TOOLS_WITH_ROWS = ("perftest", "nccl-tests", "nccl-tests-json", "rccl-tests", "ucx_perftest", "iperf3")
 
 
 def _fixtures() -> list[Path]:
@@ -69,7 +69,7 @@ def _same(want: Any, got: Any, where: str) -> None:
 
 def _rows(tool: str, data: Any, select: str | None) -> tuple[list[Any], dict[str, Any] | None]:
     """(records the expectation counts, nccl-tests footer) of one parse."""
-    if tool in ("nccl-tests", "rccl-tests"):
+    if tool in ("nccl-tests", "nccl-tests-json", "rccl-tests"):
         return [r for r in data if r.get("kind") in ("summary", "invalid")], \
             next((r for r in data if r.get("kind") == "footer"), None)
     if tool == "iperf3":

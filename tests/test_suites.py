@@ -78,6 +78,17 @@ def test_check_params_error_points_at_the_param_the_adapter_names(fake_tools: di
     assert str(info.value) == f"{path}:6: test 't': fakeperf parameter protocol='sctp': use tcp or udp"
 
 
+def test_a_mapping_parameter_takes_plain_values_only(tmp_path: Path) -> None:
+    path = tmp_path / "env.yaml"
+    path.write_text("tests:\n  - name: t\n    tool: ucx_perftest\n    pattern: pairs\n"
+                    "    params: {test: tag_bw, env: {UCX_UD_TIMEOUT: 3s}}\n")
+    assert load_suite(path).tests[0].params["env"] == {"UCX_UD_TIMEOUT": "3s"}
+    path.write_text("tests:\n  - name: t\n    tool: ucx_perftest\n    pattern: pairs\n"
+                    "    params: {test: tag_bw, env: {UCX_UD_TIMEOUT: [1s, 3s]}}\n")
+    with pytest.raises(ConfigError, match=r"env.yaml:5: test 't': env: 'UCX_UD_TIMEOUT' must map to a plain value"):
+        load_suite(path)
+
+
 # ---------------------------------------------------------------- good files
 
 def test_good_suite_structure(fake_tools: dict) -> None:

@@ -110,12 +110,19 @@ def test_env_for_rdma_transports_and_explicit_devices() -> None:
     assert ADAPTER.env({"tls": "tcp", "net_devices": "eth9"}, SRV)["UCX_NET_DEVICES"] == "eth9"
 
 
+def test_suite_env_reaches_both_sides_over_the_derived_variables() -> None:
+    env = ADAPTER.env({"tls": "tcp", "env": {"UCX_UD_TIMEOUT": "3s", "UCX_TLS": "rc"}}, CLI)
+    assert env == {"UCX_TLS": "rc", "UCX_NET_DEVICES": "veth-cli", "UCX_UD_TIMEOUT": "3s"}
+
+
 @pytest.mark.parametrize("params, word", [
     ({"test": "tag_bandwidth"}, "test"),
     ({"test": "am_bw"}, "uct_device"),
     ({"iters": -1}, "iters"),
     ({"size": "huge"}, "size"),
     ({"flavour": 1}, "flavour"),
+    ({"env": {"UCX X": 1}}, "env"),
+    ({"env": "UCX_TLS=rc"}, "env"),
 ])
 def test_bad_params_name_the_parameter(params: dict, word: str) -> None:
     with pytest.raises(ValueError, match=word):

@@ -13,12 +13,28 @@ second share, runs one command inside as the guest's first process, and powers t
 * The guest script (PID 1) adds the ``/dev/fd`` links devtmpfs lacks, runs the command with its
   output in ``<results>/output.log``, writes the exit code to ``<results>/status`` (qemu exits 0
   whatever happens inside), syncs and powers off through sysrq ``o``.
-* A watchdog kills qemu, by its own pid, when the guest outlives ``timeout_s``.
+* Limits follow the machine's measured speed. The guest writes ``<results>/booted`` when its
+  command starts; the time from qemu's start to that mark (``boot_s``) over the fastest boot seen
+  (``REFERENCE_BOOT_S``) is this machine's emulation ``speed`` factor, recorded beside the
+  initramfs (``speed.json``) and handed to the guest in ``<results>/speed.json``. The command's
+  limit is ``work_s`` (its time at reference speed, with margin) times that factor; the boot has a
+  hang guard of its own. A guest that reports its steps in ``<results>/progress.jsonl`` gets them
+  named when it is stopped: which one was running, and how long each took.
+* The guest's clock: TCG gives every vCPU the host's TSC, but Debian's kernel finds the TSCs
+  "unsynchronized", marks the TSC unstable and falls back to the HPET, so every
+  ``gettimeofday`` is a system call and an emulated MMIO read. A host preemption between a
+  program's ``rdtsc`` and its ``gettimeofday`` then skews their pairing, which is exactly what
+  perftest's CPU-clock estimate regresses (r^2 of 200 TSC/wall-clock pairs must be >= 0.9; it fell
+  to 0.49 on a loaded machine). With an invariant TSC (``-cpu max,+invtsc``) and
+  ``clocksource=tsc tsc=reliable`` the guest reads the time in the vDSO from the same TSC, a few
+  instructions after ``rdtsc``, and the estimate holds (docs/performance.md has the figures).
+* A watchdog kills qemu, by its own pid, when the boot or the command outlives its limit.
 """
 
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import re
 import shlex
@@ -26,8 +42,9 @@ import shutil
 import subprocess
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 QEMU = "qemu-system-x86_64"
 #: What the initramfs needs to mount 9p over virtio-pci.
@@ -36,11 +53,21 @@ INITRAMFS_TOOLS = ("bash", "mount", "mkdir", "switch_root", "kmod", "sleep")
 #: Mounted as tmpfs in the guest (over this machine's, which the read-only share would show).
 GUEST_TMPFS = ("/tmp", "/run", "/var/tmp", "/var/log")
 MODULE_NEEDED = "rdma_rxe"
+#: qemu start to the guest's command, in seconds, on the fastest machine seen (2 cores, quiet):
+#: the reference speed the limits scale from. A machine whose boot takes 3x longer gets 3x the time.
+REFERENCE_BOOT_S = 7.0
+#: Hang guard for the boot alone (qemu start to the guest's command), whatever the speed.
+BOOT_TIMEOUT_S = 300.0
+#: Kernel options: the TSC as the guest's clock (see the module docstring), quiet console.
+KERNEL_APPEND = "console=ttyS0 panic=-1 quiet loglevel=4 clocksource=tsc tsc=reliable"
+#: Guest boots kept in speed.json beside the initramfs.
+SPEED_HISTORY = 20
 
 
 @dataclass
 class VmResult:
-    """What a guest command left: its exit code (None: it never finished), output and console."""
+    """What a guest command left: its exit code (None: it never finished), output and console,
+    the measured boot and speed factor, the limit the command had, and the steps it reported."""
 
     status: int | None
     output: str
@@ -48,6 +75,78 @@ class VmResult:
     wall_s: float
     timed_out: bool
     pid: int
+    boot_s: float | None = None
+    speed: float | None = None
+    limit_s: float | None = None
+    progress: list[dict[str, Any]] = field(default_factory=list)
+    ended_at: float | None = None  # epoch seconds when qemu was gone
+
+    def timings(self) -> str:
+        """``boot 9 s (speed 1.3x), limit 700 s; lab up 8 s, doctor 14 s, ... RUNNING rdma-bw 300 s``."""
+        head = (f"boot {self.boot_s:.0f} s (speed {self.speed:.2f}x of the {REFERENCE_BOOT_S:.0f} s reference)"
+                if self.boot_s is not None and self.speed is not None else "the guest never reported its boot")
+        if self.limit_s is not None:
+            head += f", command limit {self.limit_s:.0f} s"
+        steps = [f"{name} {wall:.0f} s" for name, wall in finished_steps(self.progress)]
+        running = running_step(self.progress, self.ended_at)
+        if running is not None:
+            steps.append(f"RUNNING {running[0]} (for {running[1]:.0f} s when stopped)")
+        return head + ("; " + ", ".join(steps) if steps else "")
+
+    def describe(self) -> str:
+        """One paragraph on how the guest ended, for an assertion message."""
+        if self.timed_out:
+            what = ("the VM did not boot within its hang guard" if self.boot_s is None
+                    else "the VM's command ran past its limit and was killed")
+            return f"{what}: {self.timings()}; console: {self.console[-1500:]}"
+        return f"guest status {self.status}: {self.timings()}; output: {self.output[-2500:]}"
+
+
+def finished_steps(progress: Sequence[dict[str, Any]]) -> list[tuple[str, float]]:
+    """(name, seconds) of every step that reported its end, in order."""
+    return [(str(p["name"]), float(p["wall_s"])) for p in progress if p.get("event") == "end"]
+
+
+def running_step(progress: Sequence[dict[str, Any]], now: float | None = None) -> tuple[str, float] | None:
+    """(name, seconds until ``now``, epoch) of the step that started and never ended, if any."""
+    ended = {p["name"] for p in progress if p.get("event") == "end"}
+    started = [p for p in progress if p.get("event") == "start" and p["name"] not in ended]
+    if not started:
+        return None
+    last = started[-1]
+    return str(last["name"]), max(0.0, (now if now is not None else float(last["t"])) - float(last["t"]))
+
+
+def read_progress(results: Path) -> list[dict[str, Any]]:
+    """The guest's step records (``progress.jsonl``); a line cut by the kill is skipped."""
+    out = []
+    try:
+        lines = (results / "progress.jsonl").read_text().splitlines()
+    except OSError:
+        return []
+    for line in lines:
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue
+    return out
+
+
+def record_speed(cache_dir: Path, boot_s: float) -> dict[str, Any]:
+    """Append a boot to ``speed.json`` beside the initramfs; returns the record (boots, median)."""
+    path = cache_dir / "speed.json"
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        data = {}
+    earlier = [float(b) for b in data.get("boots_s", [])][-(SPEED_HISTORY - 1):]
+    boots = [*earlier, round(boot_s, 2)]
+    record = {"reference_boot_s": REFERENCE_BOOT_S, "boots_s": boots,
+              "median_boot_s": sorted(boots)[len(boots) // 2], "cpus": os.cpu_count()}
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(record, indent=1) + "\n")
+    os.replace(tmp, path)
+    return record
 
 
 def find_kernel(module: str = MODULE_NEEDED) -> tuple[Path, str] | None:
@@ -175,6 +274,7 @@ ln -sf /proc/self/fd/1 /dev/stdout; ln -sf /proc/self/fd/2 /dev/stderr
 ip link set lo up 2>/dev/null
 hostname bench-vm 2>/dev/null
 results={results}
+cat /proc/uptime > "$results/booted"
 cd {cwd} && {env} bash -c {command} > "$results/output.log" 2>&1 < /dev/null
 echo $? > "$results/status.tmp" && mv "$results/status.tmp" "$results/status"
 sync
@@ -217,13 +317,15 @@ def _under_tmpfs(path: Path) -> bool:
     return any(path == Path(d) or Path(d) in path.parents for d in GUEST_TMPFS)
 
 
-def run_in_vm(command: str, results: Path, cache_dir: Path, cwd: Path, timeout_s: float,
+def run_in_vm(command: str, results: Path, cache_dir: Path, cwd: Path, work_s: float,
               env: dict[str, str] | None = None, extra_paths: Sequence[Path] = (),
-              memory_mb: int = 2048, cpus: int = 2) -> VmResult:
+              memory_mb: int = 2048, cpus: int = 2, boot_timeout_s: float = BOOT_TIMEOUT_S) -> VmResult:
     """Boot the VM, run ``command`` (bash) in ``cwd`` inside it, power off; see the module docstring.
 
-    ``results`` is shared writable at the same path. Paths that a guest tmpfs would hide
-    (``cwd``, ``extra_paths`` such as a virtual environment under /tmp) are shared too.
+    ``work_s`` is the command's limit at reference speed; the real limit is ``work_s`` times the
+    speed factor this boot measured (never less than ``work_s``). ``results`` is shared writable at
+    the same path. Paths that a guest tmpfs would hide (``cwd``, ``extra_paths`` such as a
+    virtual environment under /tmp) are shared too.
     """
     found = find_kernel()
     if found is None:
@@ -232,7 +334,7 @@ def run_in_vm(command: str, results: Path, cache_dir: Path, cwd: Path, timeout_s
     initrd = build_initramfs(release, cache_dir)
     results = results.resolve()
     results.mkdir(parents=True, exist_ok=True)
-    for name in ("status", "output.log", "console.log"):
+    for name in ("status", "output.log", "console.log", "booted", "speed.json", "progress.jsonl"):
         (results / name).unlink(missing_ok=True)
     shares = [("results", results, False)]
     for i, path in enumerate(p.resolve() for p in (cwd, *extra_paths)):
@@ -251,23 +353,29 @@ def run_in_vm(command: str, results: Path, cache_dir: Path, cwd: Path, timeout_s
     extra_path = results / "initramfs-extra.cpio.gz"
     extra.write(extra_path)
     initrd_run.write_bytes(initrd.read_bytes() + extra_path.read_bytes())
-    argv = [QEMU, "-accel", "tcg,thread=multi", "-cpu", "max", "-smp", str(cpus), "-m", str(memory_mb),
-            "-machine", "q35", "-nic", "none", "-no-reboot", "-nographic", "-monitor", "none",
-            "-kernel", str(image), "-initrd", str(initrd_run),
-            "-append", "console=ttyS0 panic=-1 quiet loglevel=4",
-            "-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"]
-    for tag, path, readonly in shares:
-        argv += ["-virtfs", f"local,path={path},mount_tag={tag},security_model=none,multidevs=remap"
-                 + (",readonly=on" if readonly else "")]
+    argv = qemu_argv(image, initrd_run, shares, memory_mb, cpus)
     console = results / "console.log"
     start = time.monotonic()
+    deadline = start + boot_timeout_s
+    boot_s = speed = limit_s = None
     timed_out = False
     with open(console, "wb") as out:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
         try:
-            proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
+            while proc.poll() is None:
+                now = time.monotonic()
+                if boot_s is None and (results / "booted").exists():
+                    boot_s = now - start
+                    speed = boot_s / REFERENCE_BOOT_S
+                    limit_s = work_s * max(1.0, speed)
+                    deadline = now + limit_s
+                    record_speed(cache_dir, boot_s)
+                    (results / "speed.json").write_text(json.dumps(
+                        {"boot_s": round(boot_s, 2), "speed": round(max(1.0, speed), 3), "limit_s": round(limit_s)}))
+                if now > deadline:
+                    timed_out = True
+                    break
+                time.sleep(0.2)
         finally:  # the watchdog (and an interrupted test): qemu by its own pid, then reaped
             if proc.poll() is None:
                 proc.kill()
@@ -276,7 +384,21 @@ def run_in_vm(command: str, results: Path, cache_dir: Path, cwd: Path, timeout_s
     status_file = results / "status"
     status = int(status_file.read_text().strip()) if status_file.exists() else None
     output = (results / "output.log").read_text(errors="replace") if (results / "output.log").exists() else ""
-    return VmResult(status, output, console.read_text(errors="replace"), wall, timed_out, proc.pid)
+    return VmResult(status, output, console.read_text(errors="replace"), wall, timed_out, proc.pid,
+                    boot_s, speed, limit_s, read_progress(results), time.time())
+
+
+def qemu_argv(image: Path, initrd: Path, shares: Sequence[tuple[str, Path, bool]], memory_mb: int,
+              cpus: int) -> list[str]:
+    """qemu's command line: TCG on every host core, an invariant TSC, ``/`` and the shares over 9p."""
+    argv = [QEMU, "-accel", "tcg,thread=multi", "-cpu", "max,+invtsc", "-smp", str(cpus), "-m", str(memory_mb),
+            "-machine", "q35", "-nic", "none", "-no-reboot", "-nographic", "-monitor", "none",
+            "-kernel", str(image), "-initrd", str(initrd), "-append", KERNEL_APPEND,
+            "-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"]
+    for tag, path, readonly in shares:
+        argv += ["-virtfs", f"local,path={path},mount_tag={tag},security_model=none,multidevs=remap"
+                 + (",readonly=on" if readonly else "")]
+    return argv
 
 
 def _under_tmpfs_shared(path: Path, shared: Sequence[Path]) -> bool:

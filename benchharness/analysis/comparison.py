@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from benchharness.analysis import frames as analysis
-from benchharness.analysis import sentences, stats
+from benchharness.analysis import projection, sentences, stats
+from benchharness.config.workloads import Workload, load_workload
 from benchharness.core.metrics import gbps_factor, higher_is_better
 from benchharness.results import runview
 from benchharness.results.store import RunDir
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 SMALL, MEDIUM = 64 * 1024, 1024 * 1024
+DEFAULT_WORKLOAD = "llama-70b-1024"
 HEADLINE = (("bw_avg_gbps", "busbw_GBps", "msg_rate_mpps", "bw_sent_gbps"),
             ("lat_typical_us", "lat_p50_us", "lat_avg_us"),
             ("lat_p99_us",), ("loss_pct",))
@@ -69,6 +71,8 @@ class Comparison:
     noise: list[dict[str, Any]] = field(default_factory=list)
     threshold: float = stats.EQUIVALENCE
     statements: list[dict[str, Any]] = field(default_factory=list)
+    #: The workload projection (``analysis.projection.comparison_projection``); empty without an all-reduce curve.
+    projection: dict[str, Any] = field(default_factory=dict)
 
     @property
     def baseline(self) -> str:
@@ -94,6 +98,7 @@ class Comparison:
             "cost": [_clean(c) for c in self.cost], "noise": [_clean(n) for n in self.noise],
             "method": stats.METHOD, "equivalence_threshold": self.threshold,
             "statements": [_clean(s) for s in self.statements],
+            "projection": {k: v for k, v in self.projection.items() if k != "series"},
         }
 
 
@@ -116,9 +121,11 @@ def _host_like(series: pd.Series, hostnames: set[str]) -> bool:
                any(h in v for h in hostnames) for v in values)
 
 
-def compare(runs: Sequence[RunDir], threshold: float = stats.EQUIVALENCE) -> Comparison:
+def compare(runs: Sequence[RunDir], threshold: float = stats.EQUIVALENCE,
+            workload: Workload | None = None) -> Comparison:
     """Compare runs; the first run is the baseline for ratios and tests. ``threshold``: ratios
-    within 1 ± threshold are "equivalent" however small the p-value."""
+    within 1 ± threshold are "equivalent" however small the p-value. ``workload``: what an
+    all-reduce curve means for that training run (default ``llama-70b-1024``)."""
     import pandas as pd
 
     infos = [r.run_info() for r in runs]
@@ -146,6 +153,8 @@ def compare(runs: Sequence[RunDir], threshold: float = stats.EQUIVALENCE) -> Com
         comp.noise = _noise(cells)
         comp.statements = sentences.band_statements(bands, labels, threshold) + \
             sentences.cost_statements(comp.cost)
+        comp.projection = projection.comparison_projection(cells, labels, workload or load_workload(DEFAULT_WORKLOAD))
+        comp.statements = list(comp.projection.get("statements", [])) + comp.statements
     return comp
 
 

@@ -30,7 +30,7 @@ from benchharness.config.thresholds import Check, Threshold, format_sizes, parse
 from benchharness.core.errors import UsageError
 from benchharness.core.metrics import gbps_factor, higher_is_better, unit_of
 from benchharness.core.model import Record, Verdict, endpoint, split_endpoint
-from benchharness.results import measures, runview
+from benchharness.results import health, measures, runview
 from benchharness.results.catalog import Catalog
 from benchharness.results.measures import Unit
 from benchharness.results.nics import Nic, host_nics
@@ -330,7 +330,7 @@ def evaluate(run_dir: RunDir, info: dict[str, Any]) -> list[Verdict]:
     tests = [t for t in (suite or {}).get("tests") or [] if isinstance(t, Mapping)]
     settings = (suite or {}).get("settings") or {}
     preflight = str(settings.get("preflight", "warn")) if isinstance(settings, Mapping) else "warn"
-    if not any(t.get("checks") for t in tests) and (suite or {}).get("verdicts") is None \
+    if not any(t.get("checks") or t.get("health") for t in tests) and (suite or {}).get("verdicts") is None \
             and preflight != "enforce":
         return []
     policy = parse_policy((suite or {}).get("verdicts"))
@@ -344,6 +344,7 @@ def evaluate(run_dir: RunDir, info: dict[str, Any]) -> list[Verdict]:
         for raw in test.get("checks") or []:
             verdicts += check_verdicts(test, parse_check(raw), mine, ctx)
     verdicts = [per_rail(v) for v in verdicts]
+    verdicts += health.verdicts(health.rows(run_dir, info))  # fabric health, per step, host and rail
     if ctx._baseline is not None and ctx._baseline[0] is not None:
         info["baseline_run"] = ctx._baseline[0].path.name
     hosts = runview.run_host_names(info)

@@ -26,7 +26,7 @@ EXIT_CODES = """exit codes:
 """
 
 # Keys that `bench run` consumes itself; every other key=value overrides a suite parameter.
-RUN_KEYS = ("suite", "hosts", "out", "resume", "launcher", "junit", "baseline", "label")
+RUN_KEYS = ("suite", "hosts", "out", "resume", "launcher", "junit", "baseline", "label", "prom", "push")
 
 
 def parse_kv(items: Sequence[str], allowed: Sequence[str] | None = None) -> dict[str, str]:
@@ -55,7 +55,37 @@ def cmd_run(ns: argparse.Namespace) -> int:
     suite = kv.pop("suite", None) or "quick"
     hosts, out, resume = kv.pop("hosts", None), kv.pop("out", None), kv.pop("resume", None)
     return run_suite(suite, hosts, kv, out=out, resume=resume, launcher=kv.pop("launcher", None),
-                     junit=kv.pop("junit", None), baseline=kv.pop("baseline", None), label=kv.pop("label", None))
+                     junit=kv.pop("junit", None), baseline=kv.pop("baseline", None), label=kv.pop("label", None),
+                     prom=kv.pop("prom", None), push=kv.pop("push", None))
+
+
+def cmd_export(ns: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from benchharness.report import prometheus
+    from benchharness.results.store import find_run
+
+    kv = parse_kv([a for a in ns.args if "=" in a], allowed=("prom", "push"))
+    runs = [a for a in ns.args if "=" not in a]
+    if len(runs) != 1 or not (kv.get("prom") or kv.get("push")):
+        raise UsageError("bench export needs one RUN and prom=FILE and/or push=URL")
+    run = find_run(runs[0])
+    if kv.get("prom"):
+        print(f"prom: {prometheus.write_textfile(run, Path(kv['prom']))}")
+    if kv.get("push"):
+        prometheus.push(run, kv["push"])
+        print(f"pushed: {kv['push']}")
+    return 0
+
+
+def cmd_bisect(ns: argparse.Namespace) -> int:
+    from benchharness.execution.bisect import BISECT_KEYS, run_bisect
+
+    kv = parse_kv(ns.args)
+    hosts = _require(kv, "hosts", "bisect")
+    rest = {k: v for k, v in kv.items() if k not in BISECT_KEYS}
+    return run_bisect(kv.get("suite") or "allreduce", hosts, rest, out=kv.get("out"), test=kv.get("test"),
+                      limit=kv.get("limit"), launcher=kv.get("launcher"))
 
 
 def cmd_plan(ns: argparse.Namespace) -> int:
@@ -157,16 +187,21 @@ def cmd_compare(ns: argparse.Namespace) -> int:
 
     from benchharness.results.store import find_run
 
-    kv = parse_kv([a for a in ns.runs if "=" in a], allowed=("out", "format", "equivalence"))
+    kv = parse_kv([a for a in ns.runs if "=" in a], allowed=("out", "format", "equivalence", "workload"))
     runs = [find_run(r) for r in ns.runs if "=" not in r]
     if len(runs) < 2:
         raise UsageError("bench compare needs at least two runs: bench compare RUN_A RUN_B [...]")
     threshold = _equivalence(kv.get("equivalence"))
+    workload = None
+    if kv.get("workload"):  # what an all-reduce curve means for a training run (workloads/*.yaml)
+        from benchharness.config.workloads import load_workload
+
+        workload = load_workload(kv["workload"])
     fmt = kv.get("format", "html")
     if fmt == "json":
         from benchharness.report.exports import comparison_json
 
-        text = json.dumps(comparison_json(runs, threshold=threshold), indent=2, default=str)
+        text = json.dumps(comparison_json(runs, threshold=threshold, workload=workload), indent=2, default=str)
         if kv.get("out"):
             Path(kv["out"]).write_text(text + "\n")
             print(f"comparison: {kv['out']}")
@@ -189,7 +224,7 @@ def cmd_compare(ns: argparse.Namespace) -> int:
         from benchharness.report.compare import render_comparison
 
         out = Path(kv.get("out") or "comparison.html")
-        print(f"report: {render_comparison(runs, out, threshold=threshold)}")
+        print(f"report: {render_comparison(runs, out, threshold=threshold, workload=workload)}")
     else:
         raise UsageError(f"format={fmt!r}: expected html, json, md or csv")
     return 0
@@ -237,16 +272,36 @@ def cmd_parse(ns: argparse.Namespace) -> int:
 
 def cmd_doctor(ns: argparse.Namespace) -> int:
     from benchharness.config.inventory import load_inventory, local_inventory
-    from benchharness.telemetry.doctor import doctor, ping
+    from benchharness.results import golden as golden_store
+    from benchharness.results.catalog import Catalog
+    from benchharness.telemetry.doctor import doctor, doctor_facts, ping, roles_of
+    from benchharness.telemetry.golden import learn
 
-    kv = parse_kv(ns.args, allowed=("hosts", "out", "limit", "ping"))
-    inventory = load_inventory(kv["hosts"]) if kv.get("hosts") else local_inventory()
-    if warning := inventory.ssh_warning():
-        print(warning, file=sys.stderr)
-    hosts = inventory.select(kv["limit"]) if kv.get("limit") else inventory.hosts
-    if kv.get("ping", "").lower() in ("1", "true", "yes"):
-        return ping(hosts)
-    return doctor(hosts, out=kv.get("out"))
+    kv = parse_kv(ns.args, allowed=("hosts", "out", "limit", "ping", "facts", "golden", "save_golden"))
+    catalog = Catalog()
+    golden = golden_store.load(catalog, kv["golden"]) if kv.get("golden") else None
+    seen: dict[str, object] = {}
+    if kv.get("facts"):
+        inventory = load_inventory(kv["hosts"]) if kv.get("hosts") else None
+        roles = roles_of(inventory.hosts) if inventory else {}
+        code, facts = doctor_facts(kv["facts"], golden, kv.get("golden", ""), roles)
+        seen.update(facts=facts, roles=roles)
+    else:
+        inventory = load_inventory(kv["hosts"]) if kv.get("hosts") else local_inventory()
+        if warning := inventory.ssh_warning():
+            print(warning, file=sys.stderr)
+        hosts = inventory.select(kv["limit"]) if kv.get("limit") else inventory.hosts
+        if kv.get("ping", "").lower() in ("1", "true", "yes"):
+            return ping(hosts)
+        code = doctor(hosts, out=kv.get("out"), golden=golden, reference=kv.get("golden", ""),
+                      facts_sink=lambda f: seen.update(facts=f))
+        seen["roles"] = roles_of(hosts)
+    if kv.get("save_golden") and isinstance(seen.get("facts"), dict):
+        learned = learn(seen["facts"], seen.get("roles"))  # type: ignore[arg-type]
+        n = golden_store.save(catalog, kv["save_golden"], learned)
+        print(f"golden configuration {kv['save_golden']!r}: {n} value(s) of {len(learned)} group(s) "
+              f"stored in {catalog.path}")
+    return code
 
 
 def cmd_provision(ns: argparse.Namespace) -> int:
@@ -327,10 +382,20 @@ def build_parser() -> argparse.ArgumentParser:
         "  label=TEXT        how reports and comparisons name this run (default: what differs)\n"
         "  launcher=ssh|slurm  how commands reach the hosts: SSH (default) or Slurm job steps (srun)\n"
         "  junit=FILE        also write the verdicts as JUnit XML (one testcase per check, per host)\n"
+        "  prom=FILE         also write verdicts and headline metrics as Prometheus text (node_exporter\n"
+        "                    textfile collector); push=URL pushes them to a Pushgateway\n"
         "  baseline=REF      run that 'N% baseline' checks compare with: a tag (golden), latest-pass,\n"
         "                    latest or a run id (default: the suite's verdicts: baseline, else golden)\n"
         "  KEY=VALUE         override a suite setting or tool parameter (duration=5 repeat=3 ...)\n\n"
         "example:\n  bench run suite=allreduce hosts=lab.ini repeat=3"
+        ).add_argument("args", nargs="*", metavar="KEY=VALUE")
+    add("bisect", cmd_bisect, "find the nodes that drag a collective down: test halves concurrently, "
+        "narrow to the slow nodes, confirm with random healthy partners",
+        "arguments: hosts=INVENTORY [suite=allreduce] [test=NAME] [limit=BUSBW_GBps] [out=DIR]\n"
+        "  [bisect_share=0.7] [bisect_rounds=N] [bisect_seconds=1800] [bisect_seed=0] [KEY=VALUE ...]\n\n"
+        "A group passes at bisect_share of limit= (else of the median healthy group). Exit 1 when a node\n"
+        "is named (with the groups it was in and their bus bandwidth), 0 when none, 3 when nothing ran.\n\n"
+        "example:\n  bench bisect hosts=cluster.ini suite=allreduce limit=40"
         ).add_argument("args", nargs="*", metavar="KEY=VALUE")
     add("plan", cmd_plan, "print the rounds and exact command lines a run would execute, without running",
         "arguments: suite=NAME hosts=INVENTORY [KEY=VALUE ...]").add_argument("args", nargs="*", metavar="KEY=VALUE")
@@ -358,6 +423,11 @@ def build_parser() -> argparse.ArgumentParser:
     add("report", cmd_report, "render the HTML report of a run, or a comparison of several runs",
         "arguments: RUN [RUN ...] [out=FILE] [junit=FILE (one run: its verdicts as JUnit XML)]"
         ).add_argument("runs", nargs="+", metavar="RUN")
+    add("export", cmd_export, "export a run's verdicts and headline metrics as Prometheus text",
+        "arguments: RUN prom=FILE [push=URL]\n\n"
+        "prom=FILE for node_exporter's textfile collector (--collector.textfile.directory, *.prom);\n"
+        "push=URL to a Pushgateway (http://host:9091), grouped by suite"
+        ).add_argument("args", nargs="+", metavar="RUN|KEY=VALUE")
     add("compare", cmd_compare, "compare runs side by side (the first is the baseline): medians, 95%% CIs, "
         "ratios with 95%% intervals, plain verdicts",
         "arguments: RUN_A RUN_B [RUN ...] [out=FILE] [format=html|json|md|csv] [equivalence=2%%]\n\n"
@@ -370,8 +440,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", help="file to parse, or - for standard input")
     add("doctor", cmd_doctor, "probe hosts and run the preflight checks: PCIe, NUMA, MTU, link, tools, "
         "governor, temperatures, GPU-NIC topology",
-        "arguments: hosts=INVENTORY [limit=PATTERN] [out=FILE.json] [ping=true]\n\n"
+        "arguments: hosts=INVENTORY [limit=PATTERN] [out=FILE.json] [ping=true]\n"
+        "  [facts=FILE.json] [golden=TAG] [save_golden=TAG]\n\n"
         "ping=true only connects (like ansible all -m ping) and says per host how it was reached\n"
+        "Hosts that differ from the majority of their role (inventory var role) and NIC model in\n"
+        "firmware, driver, MTU, PCIe link, NUMA node, PFC/ECN, GID index or tool versions are listed;\n"
+        "golden=TAG holds them to a stored reference instead (a difference then fails), save_golden=TAG\n"
+        "stores the majority in the catalog; facts=FILE judges stored facts (out= JSON) without probing\n"
         "exit code 1 when a check fails (warnings do not fail)").add_argument("args", nargs="*", metavar="KEY=VALUE")
     add("provision", cmd_provision, "install the benchmark tools on the hosts with Ansible (ansible/site.yml)",
         "arguments: hosts=INVENTORY [limit=PATTERN] [tags=bench_tools,nccl_tests,rccl_tests,soft_roce] "

@@ -51,7 +51,8 @@ ISOLATION_SETTINGS = ("isolate", "isolation_bw_share", "isolation_lat_factor")
 #: Settings that belong to the planner and never flow into tool parameters.
 _PLANNER_SETTINGS = {"repeat", "base_port", "telemetry", "telemetry_interval", "preflight"}
 TOP_KEYS = ("description", "settings", "tests", "verdicts")
-TEST_KEYS = ("name", "tool", "hosts", "pattern", "pairs", "sweep", "repeat", "params", "checks", "rails")
+TEST_KEYS = ("name", "tool", "hosts", "pattern", "pairs", "sweep", "repeat", "params", "checks", "rails",
+             "health")
 #: ``rails:`` of a pair-tool test: aligned (rail i <-> rail i, all rails at once), each (one rail
 #: at a time), cross (rail i <-> rail j, i != j, one combination at a time), first (only each
 #: host's first NIC, said on purpose: without it a multi-NIC host that would be tested on fewer
@@ -86,6 +87,8 @@ class TestSpec:
     checks: tuple[dict[str, Any], ...] = ()
     #: How the test uses each host's NICs (RAIL_MODES); None: the host's first NIC, as before.
     rails: str | None = None
+    #: Fabric health limits (``telemetry.health.parse_health``), validated; None: not judged.
+    health: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -237,6 +240,12 @@ class _Checker:
             bounds = f"{lo}..{hi}" if hi else f">= {lo}"
             self.fail(f"{what} must be a whole number {bounds}, not {value!r}", line)
         return int(value)
+
+    def param_mapping(self, name: str, value: Mapping[Any, Any], what: str, line: int | None) -> None:
+        """A parameter that is a mapping by nature (``env: {NAME: value}``): plain values, not swept."""
+        for key, item in value.items():
+            if not isinstance(key, str) or not _is_scalar(item):
+                self.fail(f"{what}: {name}: {key!r} must map to a plain value, not {_type_name(item)}", line)
 
     def param_value(self, name: str, value: Any, what: str, line: int | None) -> None:
         if isinstance(value, list):
@@ -390,6 +399,19 @@ def _checks(check: _Checker, data: LineMap, what: str) -> tuple[dict[str, Any], 
     return tuple(out)
 
 
+def _health(check: _Checker, data: LineMap, what: str) -> dict[str, Any] | None:
+    """The validated ``health:`` limits of a test (see ``telemetry.health.parse_health``)."""
+    from benchharness.telemetry.health import HealthError, parse_health
+
+    if data.get("health") is None:
+        return None
+    raw = check.mapping(data["health"], f"{what}: health", data.key_lines["health"])
+    try:
+        return parse_health(raw)
+    except HealthError as exc:
+        check.fail(f"{what}: {exc}", raw.key_lines.get(exc.key, raw.line) if exc.key else raw.line)
+
+
 def _draft(check: _Checker, item: Any, line: int, earlier: list[_Draft]) -> _Draft:
     data = check.mapping(item, "each test", line)
     name = check.string(data, "name", f"test at line {data.line}")
@@ -470,7 +492,10 @@ def _finish(check: _Checker, d: _Draft, settings: Mapping[str, Any], setting_lin
         if key not in adapter.params:
             check.fail(f"{what}: unknown parameter {key!r} for tool {adapter.name}; "
                        f"known: {', '.join(adapter.params)}", lines[f"params.{key}"])
-        check.param_value(key, value, what, lines[f"params.{key}"])
+        if isinstance(adapter.params[key], Mapping) and isinstance(value, Mapping):
+            check.param_mapping(key, value, what, lines[f"params.{key}"])  # env: {NAME: value}
+        else:
+            check.param_value(key, value, what, lines[f"params.{key}"])
     for key, value in settings.items():
         if key in setting_lines and key in adapter.params and key not in d.params \
                 and key not in _PLANNER_SETTINGS:
@@ -519,7 +544,7 @@ def _finish(check: _Checker, d: _Draft, settings: Mapping[str, Any], setting_lin
             check.fail(f"{what}: rails: {rails} needs a pair pattern ({', '.join(RAIL_PATTERNS)}), "
                        f"not {pattern}", lines.get("rails"))
     spec = TestSpec(d.name, adapter.name, hosts, pattern, sweep, repeat, dict(d.params), data.line,
-                    pairs, lines, _checks(check, data, what), rails)
+                    pairs, lines, _checks(check, data, what), rails, _health(check, data, what))
     cases = expand_cases(spec)
     for case in cases:
         try:

@@ -54,7 +54,8 @@ def _suite_snapshot(suite: Any) -> dict[str, Any]:
             "tests": [{"name": t.name, "tool": t.tool, "pattern": t.pattern, "hosts": t.hosts,
                        "repeat": t.repeat, "params": dict(t.params),
                        "checks": list(getattr(t, "checks", ())),
-                       **({"rails": t.rails} if getattr(t, "rails", None) else {})} for t in suite.tests],
+                       **({"rails": t.rails} if getattr(t, "rails", None) else {}),
+                       **({"health": t.health} if getattr(t, "health", None) else {})} for t in suite.tests],
             "verdicts": getattr(suite, "verdicts", None)}
 
 
@@ -87,12 +88,14 @@ def run_suite(suite_ref: str, hosts_ref: str | None, overrides: Mapping[str, str
               out: str | None = None, resume: str | None = None,
               echo: Callable[[str], None] = print,
               progress: Callable[[StepEvent], None] | None = None, launcher: str | None = None,
-              junit: str | None = None, baseline: str | None = None, label: str | None = None) -> int:
+              junit: str | None = None, baseline: str | None = None, label: str | None = None,
+              prom: str | None = None, push: str | None = None) -> int:
     """Run a suite on an inventory's hosts (or the local machine) and return the exit code.
 
     ``launcher`` (ssh, slurm; default the hosts' ``bench_launcher`` var, else ssh) says how
     commands reach the hosts. ``junit`` writes JUnit XML of the verdicts there; ``baseline``
-    (a tag, latest-pass, latest or a run) is what "N% baseline" checks compare with.
+    (a tag, latest-pass, latest or a run) is what "N% baseline" checks compare with; ``prom``
+    writes the verdicts as Prometheus text there and ``push`` sends them to a Pushgateway.
     """
     session = open_session(suite_ref, hosts_ref, overrides, out=out, resume=resume,
                            launcher=launcher, baseline=baseline)
@@ -108,7 +111,16 @@ def run_suite(suite_ref: str, hosts_ref: str | None, overrides: Mapping[str, str
 
     observers, result, runner, iso = _execute(session, overrides, suite_ref, hosts_ref, echo,
                                               progress or Progress())
-    return _finish(session, observers, result, runner, iso, junit, echo)
+    code = _finish(session, observers, result, runner, iso, junit, echo)
+    if prom or push:
+        from benchharness.report import prometheus
+
+        if prom:
+            echo(f"prom: {prometheus.write_textfile(session.run_dir, Path(prom))}")
+        if push:
+            prometheus.push(session.run_dir, push)
+            echo(f"pushed: {push}")
+    return code
 
 
 def open_session(suite_ref: str, hosts_ref: str | None, overrides: Mapping[str, str], *,

@@ -80,6 +80,8 @@ def render_inventory(state: Mapping[str, Any], python: str = sys.executable) -> 
              "nic_line_rate_gbps": UNSHAPED_LINE_RATE_GBPS, "bench_python": _ini(python),
              # Ansible's interpreter discovery can pick a user's broken shim; the hosts share our disk
              "ansible_python_interpreter": _ini(SYSTEM_PYTHON if Path(SYSTEM_PYTHON).exists() else python),
+             # Debian's python3-torch lives in the system python, not in the harness' venv
+             "torch_python": _ini(SYSTEM_PYTHON if Path(SYSTEM_PYTHON).exists() else python),
              "mpi_rsh_agent": _ini(d / "mpi-ssh"), "bench_lab": state["name"],
              "bench_lab_subnet": state["subnet"]}
     lines += ["", "[lab:vars]", *(f"{k}={v}" for k, v in gvars.items()), ""]

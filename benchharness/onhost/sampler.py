@@ -215,6 +215,19 @@ def _rdma_statistic(dev: str, port: str, errors: List[str]) -> Dict[str, int]:
         return {}
 
 
+TCP_FIELDS = ("RetransSegs", "OutSegs", "InSegs", "InErrs")
+
+
+def tcp_counters(root: str) -> Dict[str, int]:
+    """The TCP counters of this network namespace (``/proc/net/snmp``), as ``tcp:-:RetransSegs``."""
+    lines = [ln.split() for ln in (_read(os.path.join(root, "proc/net/snmp")) or "").splitlines()
+             if ln.startswith("Tcp:")]
+    if len(lines) < 2:
+        return {}
+    values = dict(zip(lines[0][1:], lines[1][1:]))  # noqa: B905 (Python 3.6 on hosts)
+    return {f"tcp:-:{k}": int(values[k]) for k in TCP_FIELDS if _int(values.get(k)) is not None}
+
+
 def snapshot(root: str, netdevs: List[str], rdma_devs: List[str], port: Optional[int]) -> Dict[str, Any]:
     """Raw counters keyed ``source:object:name`` (see benchharness.telemetry.counters)."""
     counters = {}  # type: Dict[str, int]
@@ -236,6 +249,11 @@ def snapshot(root: str, netdevs: List[str], rdma_devs: List[str], port: Optional
             value = _int(_read(os.path.join(stats, name)))
             if value is not None:
                 counters[f"net:{nd}:{name}"] = value
+        for name in ("carrier_changes", "carrier_up_count", "carrier_down_count"):  # link flaps
+            value = _int(_read(os.path.join(root, "sys/class/net", nd, name)))
+            if value is not None:
+                counters[f"link:{nd}:{name}"] = value
+    counters.update(tcp_counters(root))
     ib = os.path.join(root, "sys/class/infiniband")
     devs = rdma_devs or (sorted(os.listdir(ib)) if os.path.isdir(ib) else [])
     for name in devs:

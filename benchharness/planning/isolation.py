@@ -276,12 +276,16 @@ class Isolation:
     outcomes: list[Any] = field(default_factory=list)
     #: Suspect (host, or host.rail) -> its NIC's serial number, where the inventory knows it.
     serials: dict[str, str] = field(default_factory=dict)
+    #: Endpoint -> the fabric health checks it failed (``results.health``): a suspect even when
+    #: its bandwidth passes (a NIC paused 30% of the time, a flapping link).
+    health: dict[str, list[str]] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
         """The line stored in run.json."""
         return {"bad_pairs": sorted(list(p) for p in {s.pair for s in self.confirmed}),
                 "suspects": self.suspects,
                 "suspect_nics": [self.nic(s) for s in self.suspects],
+                "health_suspects": self.health,
                 "note": self.note, "flagged": len(self.flagged), "pairs": len(self.scores)}
 
     def as_dict(self) -> dict[str, Any]:
@@ -306,9 +310,11 @@ class Isolation:
 
     def lines(self) -> list[str]:
         """Console lines."""
+        health = [f"isolation: SUSPECT {who} by its counters: {'; '.join(checks)}"
+                  for who, checks in self.health.items()]
         if not self.scores:
-            return ["isolation: no all-pairs samples to compare"]
-        out = [f"isolation: {len(self.flagged)} of {len(self.scores)} pairs below "
+            return ["isolation: no all-pairs samples to compare", *health]
+        out = [*health, f"isolation: {len(self.flagged)} of {len(self.scores)} pairs below "
                f"{self.bw_share:.0%} of the best pair's bandwidth or above {self.lat_factor:g}x its "
                f"latency; {len(self.confirmed)} confirmed by a retest"]
         for s in self.confirmed:
@@ -334,6 +340,15 @@ def _share_text(score: PairScore) -> str:
     if score.lat_factor is not None:
         parts.append(f"latency {score.lat_us or 0:.3g} us = {score.lat_factor:.2g}x best")
     return ", ".join(parts)
+
+
+def health_suspects(run_dir: RunDir) -> dict[str, list[str]]:
+    """Endpoints whose step counters failed the suite's ``health:`` limits (``results.health``)."""
+    from benchharness.results import health
+
+    if not (run_dir.path / "run.json").exists():
+        return {}  # no suite snapshot: no health limits
+    return health.bad_endpoints(health.rows(run_dir))
 
 
 def settings_of(settings: Mapping[str, Any]) -> tuple[float, float]:
@@ -370,6 +385,13 @@ def isolate(plan: Plan, run_dir: RunDir, make_runner: Callable[[Plan], _Runner],
         result.suspects, result.note = name_suspects(s.pair for s in result.confirmed)
         serials = nic_serials(plan)
         result.serials = {s: serials[s] for s in result.suspects if s in serials}
+    result.health = health_suspects(run_dir)
+    for who in result.health:
+        if who not in result.suspects:
+            result.suspects.append(who)
+            result.note += ("; " if result.note else "") + f"{who}: fabric health counters failed"
+    serials = nic_serials(plan)
+    result.serials.update({s: serials[s] for s in result.suspects if s in serials})
     run_dir.write_json("isolation.json", result.as_dict())
     for line in result.lines():
         echo(line)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from benchharness.analysis import stats
 from benchharness.analysis.comparison import Comparison, compare, headline_metrics
+from benchharness.config.workloads import Workload
 from benchharness.core.metrics import unit_of
 from benchharness.report import charts
 from benchharness.report.pages import environment, when, write_html
@@ -23,9 +24,10 @@ MAX_ROWS = 400
 BAND_ORDER = {"small": 0, "medium": 1, "large": 2, "all": 3}
 
 
-def comparison_context(runs: Sequence[RunDir], threshold: float = stats.EQUIVALENCE) -> dict[str, Any]:
+def comparison_context(runs: Sequence[RunDir], threshold: float = stats.EQUIVALENCE,
+                       workload: Workload | None = None) -> dict[str, Any]:
     """Everything ``compare.html.j2`` needs."""
-    comp = compare(list(runs), threshold=threshold)
+    comp = compare(list(runs), threshold=threshold, workload=workload)
     tests = []
     if not comp.cells.empty and "test" in comp.cells:
         for test in dict.fromkeys(comp.cells["test"]):
@@ -40,6 +42,7 @@ def comparison_context(runs: Sequence[RunDir], threshold: float = stats.EQUIVALE
             "threshold_pct": f"{threshold * 100:g}",
             "summary": _summary(comp), "tests": tests, "note": note,
             "cost": comp.cost, "cost_chart": _cost_chart(comp), "noise": comp.noise,
+            "projection": comp.projection, "projection_chart": _projection_chart(comp),
             "generated": when(dt.datetime.now(dt.UTC).timestamp())}
 
 
@@ -164,6 +167,16 @@ def _cost_chart(comp: Comparison) -> Any:
                             x_label="Gbit/s per k$") if items else ""
 
 
+def _projection_chart(comp: Comparison) -> Any:
+    """Projected step time of the workload at other model sizes, one line per run."""
+    series = [charts.Series(lab, pts) for lab, pts in (comp.projection.get("series") or {}).items()]
+    if not series:
+        return ""
+    return charts.line_chart(series, title=f"Step time vs model size ({comp.projection['workload']})",
+                             x_label="parameters", y_label="step time (s)", log2_x=True,
+                             x_format=lambda x: f"{x / 1e9:.3g}B", y_zero=False)
+
+
 def _finite(v: Any) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
 
@@ -178,8 +191,9 @@ def _sort(v: Any) -> str:
     return "" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
 
 
-def render_comparison(runs: Sequence[RunDir], out: Path, threshold: float = stats.EQUIVALENCE) -> Path:
+def render_comparison(runs: Sequence[RunDir], out: Path, threshold: float = stats.EQUIVALENCE,
+                      workload: Workload | None = None) -> Path:
     """Render a comparison of runs (the first is the baseline) to one HTML file."""
     html = environment().get_template("compare.html.j2").render(
-        **comparison_context(list(runs), threshold=threshold))
+        **comparison_context(list(runs), threshold=threshold, workload=workload))
     return write_html(html, out)

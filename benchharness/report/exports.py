@@ -9,6 +9,7 @@ from typing import Any
 
 from benchharness.analysis import comparison, stats
 from benchharness.analysis import frames as analysis
+from benchharness.config.workloads import Workload
 from benchharness.report.charts import fmt
 from benchharness.report.sections import label_text, varying
 from benchharness.results.store import RunDir
@@ -98,8 +99,9 @@ def _multi(runs: list[RunDir]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def comparison_json(runs: Sequence[RunDir], threshold: float | None = None) -> dict[str, Any]:
+def comparison_json(runs: Sequence[RunDir], threshold: float | None = None,
+                    workload: Workload | None = None) -> dict[str, Any]:
     """The comparison as JSON-ready data (``Comparison.to_dict``), with a format version."""
-    comp = comparison.compare(list(runs)) if threshold is None \
-        else comparison.compare(list(runs), threshold=threshold)
+    comp = comparison.compare(list(runs), workload=workload) if threshold is None \
+        else comparison.compare(list(runs), threshold=threshold, workload=workload)
     return {"format": "benchharness-comparison", "version": 2, **comp.to_dict()}

@@ -20,6 +20,7 @@ from benchharness.core.naming import safe_name
 from benchharness.core.values import as_list
 from benchharness.telemetry import requirements
 from benchharness.telemetry.counters import delta
+from benchharness.telemetry.health import snapshot_seconds, step_context
 from benchharness.transport import Process, Transport
 
 
@@ -218,6 +219,7 @@ class TelemetryObserver:
                                           "".join(json.dumps(line) + "\n" for line in lines))
             if "start" in snaps and "end" in snaps:
                 d = delta(snaps["start"], snaps["end"])
+                d["context"] = step_context(self._hosts.get(host.name, host), step, snapshot_seconds(proc.stdout))
                 counters[host.name] = d
                 records.append({**step.sample_labels(), "kind": "counters", "host": host.name,
                                 **{f"ctr_{k}": v for k, v in _flat_highlights(d).items()}})

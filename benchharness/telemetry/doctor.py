@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from benchharness.core.errors import EXIT_OK, EXIT_STEPS_FAILED, EXIT_VERDICT_FAILED
 from benchharness.core.model import Host
 from benchharness.telemetry.collect import probe_all
+from benchharness.telemetry.golden import (
+    DEFAULT_ROLE,
+    Deviation,
+    GoldenValue,
+    deviations,
+    group_of,
+    learn,
+    lines,
+    ungrouped,
+)
 from benchharness.telemetry.summary import host_row, is_probe_facts, nic_row
 from benchharness.transport import transport_for
 
@@ -95,8 +105,56 @@ def ping(hosts: Sequence[Host], echo: Any = print) -> int:
     return EXIT_STEPS_FAILED if bad else EXIT_OK
 
 
-def doctor(hosts: Sequence[Host], out: str | None = None, echo: Any = print) -> int:
-    """Probe ``hosts``, print facts and verdicts; exit 1 on a failed check, 3 if a host is unreachable."""
+def roles_of(hosts: Sequence[Host]) -> dict[str, str]:
+    """Host -> its ``role`` inventory variable (the golden configuration's grouping), where set."""
+    return {h.name: str(h.var("role")) for h in hosts if h.var("role")}
+
+
+def golden_report(facts: Mapping[str, Any], golden: Mapping[str, Mapping[str, GoldenValue]] | None,
+                  roles: Mapping[str, str] | None = None, reference: str = "",
+                  echo: Any = print) -> list[Deviation]:
+    """Print the hosts that differ from the golden configuration (learned from ``facts`` when
+    ``golden`` is None) and how; returns the deviations."""
+    learned = golden is None
+    golden = learn(facts, roles) if golden is None else golden
+    found = deviations(facts, golden, roles)
+    what = "the majority" if learned else f"golden {reference}"
+    hosts = sorted({d.host for d in found})
+    echo(f"golden configuration ({what}): "
+         + (f"{len(hosts)} host(s) differ: {', '.join(hosts)}" if hosts else "every host matches"))
+    for line in lines(found, "majority" if learned else f"golden {reference}:"):
+        echo(f"  {'WARN' if learned else 'FAIL'} {line}")
+    for host in ungrouped(facts, golden, roles):
+        echo(f"  info {host}: no golden values for its role and NIC model ({group_of(facts[host], (roles or {}).get(host, DEFAULT_ROLE))})")
+    return found
+
+
+def doctor_facts(path: str, golden: Mapping[str, Mapping[str, GoldenValue]] | None = None,
+                 reference: str = "", roles: Mapping[str, str] | None = None,
+                 echo: Any = print) -> tuple[int, dict[str, Any]]:
+    """Judge stored facts (``bench doctor out=`` JSON, or host -> probe facts) against the golden
+    configuration without probing; exit 1 when a host differs from a tagged reference."""
+    from benchharness.core.errors import UsageError
+
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"facts={path}: cannot read probe facts: {exc}") from exc
+    facts = data.get("facts", data) if isinstance(data, dict) else None
+    if not isinstance(facts, dict) or not facts:
+        raise UsageError(f"facts={path}: expected {{host: probe facts}} or bench doctor's out= JSON")
+    for name, f in facts.items():
+        echo(fact_line(name, f))
+    found = golden_report(facts, golden, roles, reference, echo)
+    return (EXIT_VERDICT_FAILED if found and golden is not None else EXIT_OK), facts
+
+
+def doctor(hosts: Sequence[Host], out: str | None = None, echo: Any = print,
+           golden: Mapping[str, Mapping[str, GoldenValue]] | None = None, reference: str = "",
+           facts_sink: Any = None) -> int:
+    """Probe ``hosts``, print facts, verdicts and departures from the golden configuration (the
+    hosts' majority, or ``golden``); exit 1 on a failed check or a departure from a tagged
+    golden configuration, 3 if a host is unreachable. ``facts_sink`` receives the facts."""
     from benchharness.telemetry.preflight import run_findings, to_verdict
 
     transports = [transport_for(h) for h in hosts]
@@ -105,6 +163,8 @@ def doctor(hosts: Sequence[Host], out: str | None = None, echo: Any = print) -> 
     finally:
         for t in transports:
             t.close()
+    if facts_sink is not None:
+        facts_sink(facts)
     records = run_findings(facts, list(hosts), None)
     verdicts = [to_verdict(r) for r in records]
     for name, f in facts.items():
@@ -113,6 +173,7 @@ def doctor(hosts: Sequence[Host], out: str | None = None, echo: Any = print) -> 
         if v.status != "pass":
             where = f"{v.host}.{v.rail}" if v.host and v.rail else v.host or ""
             echo(f"  {_MARK[v.status]:<4} {v.check} {where}: {v.message}")
+    drift = golden_report(facts, golden, roles_of(hosts), reference, echo)
     echo("how each host was reached:")
     for h in hosts:
         echo(f"  {reach_line(h)}")
@@ -125,4 +186,4 @@ def doctor(hosts: Sequence[Host], out: str | None = None, echo: Any = print) -> 
                                         indent=2, default=str) + "\n")
     if unreachable:
         return EXIT_STEPS_FAILED
-    return EXIT_VERDICT_FAILED if counts["fail"] else EXIT_OK
+    return EXIT_VERDICT_FAILED if counts["fail"] or (drift and golden is not None) else EXIT_OK

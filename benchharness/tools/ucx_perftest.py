@@ -3,7 +3,9 @@
 The server (``ucx_perftest -p PORT``) takes every test parameter from the client, so only the
 client carries ``-t``/``-s``/``-n``. The server prints "Waiting for connection..." once it
 listens; ucx_perftest does not flush stdout when it is a pipe, so it runs under ``stdbuf -oL``.
-Transports come from the environment (``UCX_TLS``, ``UCX_NET_DEVICES``), ``tcp`` by default.
+Transports come from the environment (``UCX_TLS``, ``UCX_NET_DEVICES``), ``tcp`` by default;
+``env:`` adds UCX variables of the suite's own (``UCX_RNDV_THRESH``, ``UCX_UD_TIMEOUT`` ...) to
+both sides, over the derived ones.
 
 Output (ucx ``src/tools/perf/perftest.c``): a table whose ``Final:`` row holds iterations, the
 percentile / average / overall latency (``latency (usec)`` for ping-pong tests, ``overhead
@@ -25,6 +27,7 @@ from benchharness.core.units import parse_duration, parse_size
 from benchharness.core.values import argv_list
 from benchharness.tools.base import ToolFacts
 from benchharness.tools.common import reject_unknown
+from benchharness.tools.mpi_launch import check_env
 from benchharness.tools.textclean import clean
 
 MIB = 1 << 20
@@ -139,7 +142,7 @@ class UcxPerftestAdapter:
     params: Mapping[str, Any] = {
         "test": "tag_bw", "size": 65536, "iters": 10000, "warmup": None, "tls": "tcp",
         "net_devices": None, "memory_type": None, "threads": None, "uct_device": None,
-        "uct_transport": None, "extra_args": None, "timeout": None,
+        "uct_transport": None, "extra_args": None, "timeout": None, "env": {},
     }
     patterns: Sequence[str] = ("pairs", "all-pairs", "ring", "incast", "self")
     requirements: Sequence[ToolFacts] = (UCX,)
@@ -158,6 +161,11 @@ class UcxPerftestAdapter:
             if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
                 raise ValueError(f"{name}: a non-negative integer, not {v!r}")
         argv_list(params.get("extra_args"), "extra_args")
+        env = params.get("env")
+        if env is not None:
+            if not isinstance(env, Mapping):
+                raise ValueError("env: a mapping of NAME: value (UCX_TLS: rc ...)")
+            check_env(env)
 
     def _p(self, step: Step) -> dict[str, Any]:
         merged = {**self.params, **{k: v for k, v in step.params.items() if v is not None}}
@@ -192,7 +200,7 @@ class UcxPerftestAdapter:
             env["UCX_IB_GID_INDEX"] = str(host.var("gid_index"))  # RoCE: the GID perftest uses too
         if host.var("traffic_class") is not None and host.var("rdma_dev") and tls != "tcp" and roce:
             env["UCX_IB_TRAFFIC_CLASS"] = str(host.var("traffic_class"))
-        return env
+        return {**env, **check_env(params.get("env") or {})}
 
     @staticmethod
     def timeout_s(params: Mapping[str, Any]) -> float:

@@ -1,0 +1,239 @@
+"""From a measured bus-bandwidth curve to a training run's step time, days, energy and dollars.
+
+Sources of the formulas:
+
+- Bus bandwidth (nccl-tests, doc/PERFORMANCE.md): ``algbw = S / t`` and ``busbw = algbw * 2(n-1)/n``
+  for all-reduce, ``(n-1)/n`` for all-to-all, 1 for send/recv; busbw is what each rank's link
+  carries and does not depend on n for a bandwidth-bound ring. Hence the time of an all-reduce of
+  ``S`` bytes over ``N`` ranks: ``t = S * 2(N-1)/N / busbw(S)``.
+- Ring all-reduce (Patarasuk & Yuan, "Bandwidth optimal all-reduce algorithms for clusters of
+  workstations", JPDC 2009; Thakur, Rabenseifner & Gropp, "Optimization of collective
+  communication operations in MPICH", IJHPCA 2005): ``2(N-1) alpha + 2(N-1)/N * S / B``. Tree
+  (NCCL's double binary tree, Sanders, Speck & Traeff, Parallel Computing 2009): ``2 log2(N)
+  alpha + 2 S / B`` for pipelined trees. The curve's own figures hold the latency at the measured
+  n; projecting to N adds ``alpha * (hops(N) - hops(n))``, alpha from the smallest measured size.
+- DDP (Li et al., "PyTorch Distributed", VLDB 2020): gradients are all-reduced in buckets of
+  ``bucket_mb`` while backward runs; the last bucket cannot overlap. Backward is 2/3 of a step's
+  compute (``C = 6N`` per token: 2N forward, 4N backward; Kaplan et al., "Scaling laws for neural
+  language models", 2020). Exposed = ``max(t(last bucket), comm - overlap * backward)``.
+- Expert all-to-all (dispatch and combine, forward and backward: 4 per MoE layer) and pipeline
+  send/recv (each micro-batch's activation forward and its gradient back) are on the critical
+  path and count in full; their bandwidth is taken from the same curve.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from benchharness.config.workloads import Workload
+
+MIB = 1 << 20
+
+
+@dataclass(frozen=True)
+class Curve:
+    """Bus bandwidth (GB/s = 1e9 B/s) by message size (bytes), measured over ``nranks`` ranks."""
+
+    sizes: tuple[float, ...]
+    busbw: tuple[float, ...]
+    nranks: int
+
+    def at(self, size: float) -> float:
+        """busbw at ``size``: log-log interpolation, flat beyond the measured ends."""
+        xs, ys = self.sizes, self.busbw
+        if size <= xs[0]:
+            return ys[0]
+        if size >= xs[-1]:
+            return ys[-1]
+        i = bisect.bisect_right(xs, size)
+        x0, x1, y0, y1 = xs[i - 1], xs[i], ys[i - 1], ys[i]
+        f = math.log(size / x0) / math.log(x1 / x0)
+        return math.exp(math.log(y0) + f * (math.log(y1) - math.log(y0)))
+
+    def scaled(self, factors: Sequence[float]) -> Curve:
+        """This curve with each point's busbw multiplied by a factor (a ratio or its CI bound)."""
+        return replace(self, busbw=tuple(b * f for b, f in zip(self.busbw, factors, strict=True)))
+
+
+def hops(n: int, algorithm: str) -> float:
+    """Latency steps of an all-reduce over ``n`` ranks: ring ``2(n-1)``, tree ``2 log2 n``."""
+    return 2.0 * (n - 1) if algorithm == "ring" else 2.0 * math.ceil(math.log2(max(n, 2)))
+
+
+def allreduce_s(curve: Curve, size: float, n: int, algorithm: str = "ring") -> float:
+    """Seconds for an all-reduce of ``size`` bytes over ``n`` ranks, from the measured curve."""
+    if n <= 1 or size <= 0:
+        return 0.0
+    bandwidth = size * 2.0 * (n - 1) / n / (curve.at(size) * 1e9)
+    small = curve.sizes[0]
+    alpha = small * 2.0 * (curve.nranks - 1) / curve.nranks / (curve.busbw[0] * 1e9) / hops(curve.nranks, algorithm)
+    return max(bandwidth + alpha * (hops(n, algorithm) - hops(curve.nranks, algorithm)), 0.0)
+
+
+def buckets(total: float, bucket: float) -> list[float]:
+    """DDP's buckets of ``bucket`` bytes over ``total`` gradient bytes (the last one the rest)."""
+    full = int(total // bucket)
+    rest = total - full * bucket
+    return [bucket] * full + ([rest] if rest > 0 else [])
+
+
+@dataclass(frozen=True)
+class Projection:
+    """One workload on one curve: per-step milliseconds and the whole run."""
+
+    comm_ms: float
+    exposed_ms: float
+    a2a_ms: float
+    p2p_ms: float
+    step_ms: float
+    days: float
+    gpu_hours: float
+    usd: float
+    mwh: float
+
+
+def ddp_exposed_ms(curve: Curve, grad_bytes: float, bucket_bytes: float, n: int, backward_ms: float,
+                   overlap: float, algorithm: str = "ring") -> tuple[float, float]:
+    """(all-reduce ms of all buckets, exposed ms) for DDP's bucketed gradient all-reduce."""
+    times = [allreduce_s(curve, b, n, algorithm) * 1e3 for b in buckets(grad_bytes, bucket_bytes)]
+    comm = sum(times)
+    return comm, max(times[-1] if times else 0.0, comm - overlap * backward_ms)
+
+
+def project(w: Workload, curve: Curve, parameters: float | None = None) -> Projection:
+    """The workload ``w`` (optionally at another parameter count, compute scaled with it) on ``curve``."""
+    params = parameters or w.parameters
+    compute = w.compute_ms * params / w.parameters
+    grad = params * w.dtype_bytes / (w.tensor * w.pipeline)  # one GPU's share of the gradients
+    comm, exposed = ddp_exposed_ms(curve, grad, w.bucket_mb * MIB, w.data, compute * 2 / 3, w.overlap, w.algorithm)
+    a2a = 0.0
+    if w.expert > 1 and w.expert_layers and w.tokens_per_gpu and w.hidden:
+        tokens = float(w.tokens_per_gpu * w.hidden * w.dtype_bytes)
+        per = tokens * (w.expert - 1) / w.expert / (curve.at(tokens) * 1e9)  # busbw factor (n-1)/n
+        a2a = 4 * w.expert_layers * per * 1e3
+    p2p = 0.0
+    if w.pipeline > 1 and w.microbatches and w.activation_mb:
+        size = w.activation_mb * MIB
+        p2p = 2 * w.microbatches * size / (curve.at(size) * 1e9) * 1e3  # busbw factor 1
+    step = compute + exposed + a2a + p2p
+    hours = w.steps * step / 3.6e6
+    return Projection(comm_ms=comm, exposed_ms=exposed, a2a_ms=a2a, p2p_ms=p2p, step_ms=step, days=hours / 24,
+                      gpu_hours=hours * w.gpus, usd=hours * w.gpus * w.gpu_hour_usd,
+                      mwh=hours * w.nodes * w.node_power_kw / 1000)
+
+
+def curves_from_cells(cells: Any, labels: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """Per run: the all-reduce ``busbw_GBps`` curve (median), and per size the ratio to the
+    baseline with its 95% interval (``stats.ratio_test`` in the comparison's cells).
+
+    The test with the most sizes wins; out-of-place rows are preferred where a tool prints both.
+    """
+    if cells is None or cells.empty or "collective" not in cells or "size_bytes" not in cells:
+        return {}
+    sub = cells[(cells["metric"] == "busbw_GBps") & (cells["collective"] == "all_reduce")]
+    if "placement" in sub and (sub["placement"] == "out-of-place").any():
+        sub = sub[sub["placement"] == "out-of-place"]
+    if sub.empty:
+        return {}
+    test = sub.groupby("test")["size_bytes"].nunique().idxmax() if "test" in sub else None
+    if test is not None:
+        sub = sub[sub["test"] == test]
+    out: dict[str, dict[str, Any]] = {}
+    for lab in labels:
+        mine = sub[sub["run"] == lab].sort_values("size_bytes")
+        mine = mine[mine["median"] > 0]
+        if len(mine) < 2:
+            continue
+        nranks = int(mine["nranks"].dropna().iloc[0]) if "nranks" in mine and mine["nranks"].notna().any() \
+            else int(mine["nhosts"].dropna().iloc[0]) if "nhosts" in mine and mine["nhosts"].notna().any() else 2
+        curve = Curve(tuple(float(s) for s in mine["size_bytes"]), tuple(float(v) for v in mine["median"]),
+                      max(nranks, 2))
+        out[lab] = {"curve": curve, "test": test, "sizes": list(curve.sizes),
+                    "ratio": [float(r) for r in mine["ratio"]], "ratio_low": [float(r) for r in mine["ratio_ci_low"]],
+                    "ratio_high": [float(r) for r in mine["ratio_ci_high"]]}
+    return out
+
+
+def compare_projection(w: Workload, curves: Mapping[str, Mapping[str, Any]], labels: Sequence[str]) -> list[dict[str, Any]]:
+    """Per run against the baseline (``labels[0]``): the projection, the difference in days, dollars
+    and MWh, and its interval from the per-size ratio CIs applied to the baseline's curve."""
+    if not labels or labels[0] not in curves:
+        return []
+    base = curves[labels[0]]
+    a = project(w, base["curve"])
+    rows = [{"run": labels[0], "baseline": True, **a.__dict__}]
+    for lab in labels[1:]:
+        if lab not in curves:
+            continue
+        b = project(w, curves[lab]["curve"])
+        row: dict[str, Any] = {"run": lab, "baseline": False, **b.__dict__, "delta_days": b.days - a.days,
+                               "delta_usd": b.usd - a.usd, "delta_mwh": b.mwh - a.mwh,
+                               "delta_step_ms": b.step_ms - a.step_ms}
+        aligned = _aligned(base, curves[lab])
+        if aligned:
+            low_bw, high_bw = (project(w, base["curve"].scaled(f)) for f in aligned)
+            # the lower bound of the bandwidth ratio is the upper bound of the time
+            row["delta_days_low"], row["delta_days_high"] = high_bw.days - a.days, low_bw.days - a.days
+        rows.append(row)
+    return rows
+
+
+def _aligned(base: Mapping[str, Any], other: Mapping[str, Any]) -> tuple[list[float], list[float]] | None:
+    """(low, high) ratio factors per baseline size, when the other run has a finite CI at each."""
+    by_size = dict(zip(other["sizes"], zip(other["ratio_low"], other["ratio_high"], strict=True), strict=True))
+    pairs = [by_size.get(s) for s in base["sizes"]]
+    if any(p is None or not all(math.isfinite(v) and v > 0 for v in p) for p in pairs):
+        return None
+    return [p[0] for p in pairs if p], [p[1] for p in pairs if p]
+
+
+def _num(value: float) -> str:
+    """3 significant digits, thousands separated: 2,760 / 3.1 / 0.0421."""
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
+def _count(value: float) -> str:
+    for unit, scale in (("T", 1e12), ("B", 1e9), ("M", 1e6)):
+        if value >= scale:
+            return f"{value / scale:.3g}{unit}"
+    return f"{value:,.0f}"
+
+
+def projection_sentence(w: Workload, row: Mapping[str, Any], baseline: str) -> str:
+    """"With B, a 70B-parameter run on 1,024 GPUs takes 3.1 days longer (2.8–3.4) than with A, about
+    $X and Y MWh more (workload llama-70b-1024: ...)"."""
+    delta = float(row["delta_days"])
+    longer = delta >= 0
+    interval = ""
+    if "delta_days_low" in row:
+        lo, hi = sorted(float(row[k]) * (1 if longer else -1) for k in ("delta_days_low", "delta_days_high"))
+        interval = f" (95% CI {_num(lo)} to {_num(hi)})"
+    usd, mwh = abs(float(row["delta_usd"])), abs(float(row["delta_mwh"]))
+    return (f"With {row['run']}, a {_count(w.parameters)}-parameter run on {w.gpus:,} GPUs takes "
+            f"{_num(abs(delta))} days {'longer' if longer else 'less'}{interval} than with {baseline}, "
+            f"about ${usd:,.0f} and {_num(mwh)} MWh {'more' if longer else 'less'} "
+            f"(workload {w.name}: step {_num(row['step_ms'] / 1e3)} s, {w.steps:,} steps, "
+            f"exposed all-reduce {_num(row['exposed_ms'])} ms per step).")
+
+
+def step_series(w: Workload, curves: Mapping[str, Mapping[str, Any]], sizes: Sequence[float] = (
+        1e9, 7e9, 13e9, 34e9, 70e9, 175e9, 405e9)) -> dict[str, list[tuple[float, float]]]:
+    """Per run: (parameters, projected step seconds) for the workload at other model sizes."""
+    return {lab: [(p, project(w, c["curve"], p).step_ms / 1e3) for p in sizes] for lab, c in curves.items()}
+
+
+def comparison_projection(cells: Any, labels: Sequence[str], w: Workload) -> dict[str, Any]:
+    """What ``bench compare`` shows: rows per run, the sentences, the step-time series."""
+    curves = curves_from_cells(cells, labels)
+    rows = compare_projection(w, curves, labels)
+    if len(rows) < 2:
+        return {}
+    statements = [{"test": next(iter(curves.values()))["test"], "band": "", "metric": "busbw_GBps",
+                   "run": r["run"], "decision": "projection", "text": projection_sentence(w, r, labels[0])}
+                  for r in rows if not r["baseline"]]
+    return {"workload": w.name, "description": w.description, "rows": rows, "statements": statements,
+            "series": step_series(w, curves)}

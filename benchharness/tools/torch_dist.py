@@ -1,0 +1,274 @@
+"""Tool ``torch``: torch.distributed collectives on the hosts' own Python and torch.
+
+The host program is ``benchharness.onhost.torch_dist`` (copied to every host), which prints
+nccl-tests' table, so its samples (``busbw_GBps`` over ``size_bytes``) sit beside nccl-tests' in one
+chart. Backend ``nccl`` on NVIDIA and AMD (RCCL) GPU hosts, ``gloo`` on CPU hosts. Launch:
+
+- ``torchrun`` (default over SSH): one ``torchrun`` per host, c10d rendezvous on the first host's
+  management address (``is_host`` set explicitly: node 0 serves the store), or ``rdzv: static``;
+- ``mpirun``: one Open MPI launch, ranks read ``OMPI_COMM_WORLD_*``;
+- ``srun`` (the default with ``launcher=slurm``): one job step, ranks read ``SLURM_*``, with
+  ``container_image`` through pyxis' ``--container-image``.
+
+The interpreter: the suite's ``python``, else host var ``torch_python``, else ``python3``. The
+ranks get the NCCL environment of nccl-tests (``NCCL_IB_HCA``, ``NCCL_SOCKET_IFNAME`` ... from the
+inventory's rails) and ``GLOO_SOCKET_IFNAME`` = the hosts' data netdevs.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from benchharness.core.errors import ConfigError, ToolFailure
+from benchharness.core.model import Command, CommandResult, Host, Record, Step
+from benchharness.core.units import parse_size
+from benchharness.tools.mpi_launch import build_srun, check_env, gpu_count, launch_settings
+from benchharness.tools.nccl_parse import parse_nccl_tests
+from benchharness.tools.nccl_tests import _mpirun, fabric_env
+
+OPS = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "sendrecv")
+LAUNCHES = ("auto", "torchrun", "mpirun", "srun")
+REMOTE_DIR = "/tmp/benchharness"
+PROGRAM = f"{REMOTE_DIR}/torch_dist.py"
+DEFAULT_PORT = 29400  # torchrun's own default rendezvous port (torch.distributed.run --rdzv_endpoint)
+
+LAUNCH_PARAMS: dict[str, Any] = {
+    "backend": "auto", "launch": "auto", "rdzv": "c10d", "python": None, "procs_per_host": None,
+    "container_image": None, "container_mounts": None, "env": {}, "timeout": 900, "ib_tc": None, "ib_sl": None,
+}
+PARAMS: dict[str, Any] = {
+    "op": "all_reduce", "minbytes": "8", "maxbytes": "128M", "stepfactor": 2, "iters": 20, "warmup": 5,
+    "check": 1, "cpu_maxbytes": "16M", **LAUNCH_PARAMS,
+}
+_HEADER = re.compile(r"# benchharness torch_dist: torch (\S+) backend (\S+) nccl (\S+) cuda (\S+) hip (\S+)")
+
+
+def merged(params: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
+    """``params`` over ``defaults``; ValueError naming unknown keys."""
+    unknown = sorted(set(params) - set(defaults))
+    if unknown:
+        raise ValueError(f"unknown parameter(s) {', '.join(unknown)}; known: {', '.join(defaults)}")
+    return {**defaults, **{k: v for k, v in params.items() if v is not None}}
+
+
+def _positive_int(p: Mapping[str, Any], key: str, minimum: int = 1) -> None:
+    value = p[key]
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < minimum):
+        raise ValueError(f"{key}: must be an integer >= {minimum}, not {value!r}")
+
+
+def check_launch_params(p: Mapping[str, Any]) -> None:
+    """The launch settings every torch tool shares; ValueError naming the parameter."""
+    if p["backend"] not in ("auto", "nccl", "gloo"):
+        raise ValueError(f"backend: {p['backend']!r} is not one of auto, nccl, gloo")
+    if p["launch"] not in LAUNCHES:
+        raise ValueError(f"launch: {p['launch']!r} is not one of {', '.join(LAUNCHES)}")
+    if p["rdzv"] not in ("c10d", "static"):
+        raise ValueError(f"rdzv: {p['rdzv']!r} is not c10d or static")
+    _positive_int(p, "procs_per_host")
+    if isinstance(p["timeout"], bool) or not isinstance(p["timeout"], int | float) or p["timeout"] <= 0:
+        raise ValueError(f"timeout: must be a number of seconds > 0, not {p['timeout']!r}")
+    for key in ("python", "container_image", "container_mounts"):
+        if p[key] is not None and (not isinstance(p[key], str) or not p[key].strip() or "\n" in p[key]):
+            raise ValueError(f"{key}: must be a non-empty string")
+    if not isinstance(p["env"], Mapping):
+        raise ValueError("env: must be a mapping of NAME: value")
+    check_env(p["env"])
+
+
+def check_params(params: Mapping[str, Any]) -> None:
+    """ValueError naming the parameter when a value is wrong for the sweep."""
+    p = merged(params, PARAMS)
+    if p["op"] not in OPS:
+        raise ValueError(f"op: {p['op']!r} is not one of {', '.join(OPS)}")
+    for key in ("minbytes", "maxbytes", "cpu_maxbytes"):
+        parse_size(p[key])
+    if parse_size(p["minbytes"]) > parse_size(p["maxbytes"]):
+        raise ValueError("minbytes is larger than maxbytes")
+    for key in ("stepfactor", "iters"):
+        _positive_int(p, key)
+    for key in ("warmup", "check"):
+        _positive_int(p, key, 0)
+    check_launch_params(p)
+
+
+def has_gpus(hosts: Sequence[Host]) -> bool:
+    """True when every host has GPUs, False when none has; ConfigError for a mix."""
+    try:
+        kinds = {gpu_count(h) > 0 for h in hosts}
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from exc
+    if len(kinds) > 1:
+        raise ConfigError(f"hosts {', '.join(h.name for h in hosts)} mix GPU and CPU hosts; "
+                          "one torch step needs one kind")
+    return kinds == {True}
+
+
+def rank_env(hosts: Sequence[Host], p: Mapping[str, Any]) -> dict[str, object]:
+    """NCCL's fabric settings (as nccl-tests gets them), ``GLOO_SOCKET_IFNAME``, then the suite's ``env``."""
+    env = dict(fabric_env(hosts, p))
+    netdevs: list[str] = []
+    for h in hosts:
+        for rail in h.nics():
+            if rail.netdev and str(rail.netdev) not in netdevs:
+                netdevs.append(str(rail.netdev))
+    if netdevs:
+        env["GLOO_SOCKET_IFNAME"] = ",".join(netdevs)
+    return {**env, **dict(p["env"])}
+
+
+def python_of(host: Host, p: Mapping[str, Any]) -> str:
+    """The interpreter with torch: the suite's ``python``, host var ``torch_python``, else ``python3``."""
+    return str(p["python"] or host.var("torch_python") or "python3")
+
+
+def program_file(module: str) -> str:
+    """Local path of a host program shipped in ``benchharness.onhost``."""
+    spec = importlib.util.find_spec(f"benchharness.onhost.{module}")
+    if spec is None or spec.origin is None:
+        raise ToolFailure("tool_missing", f"benchharness.onhost.{module} is not installed")
+    return spec.origin
+
+
+def launch_commands(step: Step, p: Mapping[str, Any], program: Sequence[str], launcher: str,
+                    uploads: tuple[tuple[str, str], ...]) -> list[Command]:
+    """Commands that start ``program`` (a script path and its arguments) as ranks on every step host."""
+    gpus = has_gpus(step.hosts)
+    launch = p["launch"] if p["launch"] != "auto" else "srun" if launcher == "slurm" else "torchrun"
+    slots = [int(p["procs_per_host"] or (gpu_count(h) if gpus else 1) or 1) for h in step.hosts]
+    first = step.hosts[0]
+    port = step.port or DEFAULT_PORT
+    try:
+        env = check_env(rank_env(step.hosts, p))
+    except ValueError as exc:
+        raise ConfigError(f"step {step.id}: {exc}") from exc
+    if launch == "torchrun":
+        return [_torchrun(step, p, i, h, slots[i], port, program, env, uploads) for i, h in enumerate(step.hosts)]
+    env |= {"MASTER_ADDR": first.address, "MASTER_PORT": str(port)}
+    argv = [python_of(first, p), *program]
+    if launch == "mpirun":
+        one_gpu_each = {"procs_per_host": slots[0] if len(set(slots)) == 1 else None, "gpus_per_proc": 1}
+        return _mpirun(step, {**p, **one_gpu_each}, argv, env,
+                       gpus=gpus, launch_via=launcher, uploads=uploads)
+    return [_srun(step, p, slots, argv, env, gpus, uploads)]
+
+
+def _torchrun(step: Step, p: Mapping[str, Any], index: int, host: Host, nproc: int, port: int,
+              program: Sequence[str], env: Mapping[str, str], uploads: tuple[tuple[str, str], ...]) -> Command:
+    first = step.hosts[0]
+    rdzv = ["--rdzv_backend", "c10d", "--rdzv_endpoint", f"{first.address}:{port}", "--rdzv_id", step.id,
+            "--rdzv_conf", f"is_host={'true' if index == 0 else 'false'}"] if p["rdzv"] == "c10d" else \
+           ["--rdzv_backend", "static", "--master_addr", first.address, "--master_port", str(port),
+            "--node_rank", str(index)]
+    argv = [python_of(host, p), PROGRAM, "torchrun", "--local-addr", host.address, "--",
+            "--nnodes", str(len(step.hosts)), "--nproc_per_node", str(nproc), "--max_restarts", "0", *rdzv,
+            *program]
+    return Command(host=host, role="client", argv=tuple(argv), env=dict(env), timeout_s=float(p["timeout"]),
+                   label=f"torchrun-{host.name}", uploads=uploads)
+
+
+def _srun(step: Step, p: Mapping[str, Any], slots: list[int], argv: list[str], env: Mapping[str, str],
+          gpus: bool, uploads: tuple[tuple[str, str], ...]) -> Command:
+    from benchharness.transport.slurm import node_name, site_args
+
+    first = step.hosts[0]
+    extra = site_args(first)
+    image = p["container_image"] or first.var("torch_container_image")
+    if image:  # pyxis: the image, and the harness' programs mounted where the ranks expect them
+        mounts = ",".join(m for m in (f"{REMOTE_DIR}:{REMOTE_DIR}", p["container_mounts"]) if m)
+        extra += [f"--container-image={image}", f"--container-mounts={mounts}"]
+    try:
+        srun_argv, srun_env = build_srun([node_name(h) for h in step.hosts], slots, argv, env, mpi="none",
+                                         extra=extra, launch=launch_settings(step.hosts, gpus),
+                                         gpus_per_node=max(gpu_count(h) for h in step.hosts) if gpus else 0)
+    except ValueError as exc:
+        raise ConfigError(f"step {step.id}: {exc}") from exc
+    return Command(host=first, role="launcher", argv=tuple(srun_argv), env=srun_env,
+                   timeout_s=float(p["timeout"]), label=f"srun-{first.name}", uploads=uploads)
+
+
+def check_results(step: Step, results: Sequence[CommandResult], marker: str) -> CommandResult:
+    """The result whose output holds ``marker`` (rank 0's); ToolFailure naming the host otherwise."""
+    if not results:
+        raise ToolFailure("no_results", f"step {step.id}: torch did not run")
+    for res in results:
+        text = f"{res.stdout}\n{res.stderr}"
+        where = f"step {step.id} on {res.command.host.name}"
+        if res.error:
+            raise ToolFailure("launch_failed", f"{where}: {res.error}")
+        if "No module named 'torch'" in text or "No module named torch" in text:
+            raise ToolFailure("tool_missing", f"{where}: {res.command.argv[0]} has no torch "
+                              "(set the suite's python, or host var torch_python)")
+        if res.timed_out:
+            raise ToolFailure("timeout", f"{where}: ran past {res.command.timeout_s:.0f} s")
+    mine = [r for r in results if marker in r.stdout]
+    bad = [r for r in results if r.rc not in (0, None) and not r.stopped]
+    if bad and not mine:
+        res = bad[0]
+        tail = " | ".join(line for line in res.stderr.strip().splitlines()[-3:])
+        raise ToolFailure("crashed", f"step {step.id} on {res.command.host.name}: exited with status {res.rc}"
+                          + (f": {tail}" if tail else ""))
+    if not mine:
+        raise ToolFailure("no_results", f"step {step.id}: no rank printed results")
+    return mine[0]
+
+
+def header(text: str) -> Record:
+    """``torch_version``, ``torch_backend``, ``nccl_version`` ... from the program's first line."""
+    m = _HEADER.search(text)
+    if not m:
+        return {}
+    nccl, cuda, hip = (None if v == "none" else v for v in m.group(3, 4, 5))
+    return {"torch_version": m.group(1), "torch_backend": m.group(2), "nccl_version": nccl,
+            "cuda_version": cuda, "hip_version": hip}
+
+
+def _records(text: str, op: str | None) -> list[Record]:
+    extra = {"backend": "torch", **header(text)}
+    try:
+        run = parse_nccl_tests(text, collective=op)
+    except ToolFailure as exc:
+        raise ToolFailure(exc.kind, exc.message, records=[{**r, **extra} for r in exc.records]) from exc
+    return [{**r, **extra} for r in run.all_records()]
+
+
+class TorchCollectives:
+    """torch.distributed collective sweep (``torch_dist.py``), nccl-tests' table and bus bandwidth."""
+
+    name = "torch"
+    description = "torch.distributed collectives (nccl on GPUs, gloo on CPUs) under torchrun, mpirun or srun"
+    params = PARAMS
+    patterns = ("group", "scaling")
+
+    def check_params(self, params: Mapping[str, Any]) -> None:
+        check_params(params)
+
+    def commands(self, step: Step, launcher: str = "ssh") -> list[Command]:
+        p = merged(step.params, PARAMS)
+        if not has_gpus(step.hosts) and parse_size(p["maxbytes"]) > parse_size(p["cpu_maxbytes"]):
+            # the GPU sizing (8G) would take minutes per size on CPUs: stop at cpu_maxbytes
+            p |= {"maxbytes": p["cpu_maxbytes"],
+                  "minbytes": min(parse_size(p["minbytes"]), parse_size(p["cpu_maxbytes"]))}
+        program = [PROGRAM, "--op", p["op"], "--backend", p["backend"], "-b", str(parse_size(p["minbytes"])),
+                   "-e", str(parse_size(p["maxbytes"])), "-f", str(p["stepfactor"]), "-n", str(p["iters"]),
+                   "-w", str(p["warmup"]), "-c", str(p["check"])]
+        return launch_commands(step, p, program, launcher, ((program_file("torch_dist"), PROGRAM),))
+
+    def parse_step(self, step: Step, results: Sequence[CommandResult]) -> list[Record]:
+        p = merged(step.params, PARAMS)
+        res = check_results(step, results, "# benchharness torch_dist")
+        try:
+            records = _records(f"{res.stdout}\n{res.stderr}", p["op"])
+        except ToolFailure as exc:
+            kept = [{**step.sample_labels(), **r, "nhosts": len(step.hosts)} for r in exc.records]
+            raise ToolFailure(exc.kind, f"step {step.id} on {res.command.host.name}: {exc}", records=kept) from exc
+        return [{**step.sample_labels(), **r, "nhosts": len(step.hosts)} for r in records]
+
+    def parse_text(self, text: str) -> list[Record]:
+        return _records(text, None)
+
+
+ADAPTER = TorchCollectives()

@@ -1,0 +1,48 @@
+"""`bench bisect` on the loopback lab: 8 hosts at 4 Gbit/s, h5 at 1 Gbit/s; the halving search
+over the CPU all-reduce names h5 in at most log2(8)+1 rounds and no healthy host.
+
+Real sshd in namespaces, real Open MPI and the mpi4py benchmark. A round's groups run one after
+the other (``bisect_concurrent=false``): on a 2-core machine concurrent groups share the CPUs,
+which then set the pace instead of the links. 16 MiB messages, 4 iterations: the slow link
+dominates (about a third of the healthy groups' bus bandwidth here)."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import make_lab
+
+from benchharness.lab.control import LabInfo
+
+pytestmark = pytest.mark.lab
+
+SHAPE = {f"h{i}": "4gbit" for i in range(1, 9)} | {"h5": "1gbit"}
+
+
+@pytest.fixture(scope="module")
+def lab8() -> Iterator[LabInfo]:
+    with make_lab("bi8", 8, shape=SHAPE) as info:
+        yield info
+
+
+def test_bisect_names_the_slow_host(lab8: LabInfo, tmp_path: Path) -> None:
+    out = tmp_path / "bisect"
+    run = subprocess.run([sys.executable, "-m", "benchharness", "bisect", f"hosts={lab8.inventory}",
+                          "suite=allreduce", "minbytes=16M", "cpu_maxbytes=16M", "iters=4", "warmup=1",
+                          "bisect_concurrent=false", "bisect_share=0.6", "bisect_seconds=400", f"out={out}"],
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 1, run.stdout + run.stderr  # 1: a node was named
+    result = json.loads((out / "bisect.json").read_text())
+    assert result["suspects"] == ["h5"], run.stdout
+    assert result["rounds"] <= math.log2(8) + 1
+    evidence = result["evidence"]["h5"]
+    assert evidence and all(r["passed"] is False for r in evidence)
+    assert "SUSPECT h5:" in run.stdout and "confirm" in run.stdout
+    # every group that passed held healthy hosts only, and h5's groups all missed
+    assert all("h5" not in r["members"] for r in result["results"] if r["passed"])

@@ -1,0 +1,91 @@
+"""Fabric health on the loopback lab, against known truth: real packet loss (nftables dropping 1%
+of one host's outgoing TCP packets; the kernel has no netem) and a real link flapped twice.
+
+Real sshd in namespaces, real iperf3, the real `bench` command and sampler."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from benchharness.lab import control as lab
+from benchharness.results.store import RunDir
+
+pytestmark = pytest.mark.lab
+
+SUITE = Path(__file__).parent / "fixtures" / "acceptance" / "lab-health.yaml"
+
+
+def bench(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "benchharness", *args], capture_output=True, text=True,
+                          timeout=timeout, env=dict(os.environ))
+
+
+def health(run: Path, check: str) -> dict[str, dict]:
+    """Host -> its verdict of one health check."""
+    verdicts = RunDir(run).run_info()["verdicts"]
+    return {v["host"]: v for v in verdicts if v["check"] == check}
+
+
+def test_packet_loss_on_one_host_fails_its_retransmission_verdict(lab_maker, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    with lab_maker("hl1", 3) as info:
+        ns = next(h.netns for h in info.hosts if h.name == "h3")
+        nft = ["ip", "netns", "exec", ns, "nft"]
+        subprocess.run([*nft, "add", "table", "inet", "bhloss"], check=True)
+        subprocess.run([*nft, "add", "chain", "inet", "bhloss", "out",
+                        "{ type filter hook output priority 0; }"], check=True)
+        # 1% of the TCP data packets h3 sends on its link (nft numgen: random per packet); ssh and
+        # pure ACKs left alone, segmentation offloads off so that a packet is one segment
+        subprocess.run(["ip", "netns", "exec", ns, "ethtool", "-K", "eth0", "tso", "off", "gso", "off"], check=True)
+        subprocess.run([*nft, "add", "rule", "inet", "bhloss", "out", "oifname", "eth0", "tcp", "sport", "!=", "22",
+                        "tcp", "dport", "!=", "22", "meta", "length", "gt", "200",
+                        "numgen", "random", "mod", "100", "lt", "1", "drop"], check=True)
+        res = bench("run", f"suite={SUITE}", f"hosts={info.inventory}", f"out={out}",
+                    f"prom={tmp_path / 'bench.prom'}")
+    assert res.returncode == 1, res.stdout + res.stderr
+    got = health(out, "health: retransmissions")
+    assert {h: v["status"] for h, v in got.items()} == {"h1": "pass", "h2": "pass", "h3": "fail"}, got
+    assert "h3 [rail0 eth0]" in got["h3"]["message"] and "RetransSegs +" in got["h3"]["message"]
+    assert got["h3"]["value"] > 1500
+    # the lab's veths expose no pause counters: said, not judged as zero
+    pause = health(out, "health: pause share")
+    assert all(v["status"] == "info" and "not exposed" in v["message"] for v in pause.values()), pause
+    assert "  hosts FAILED: h3\n" in res.stdout
+    assert 'host="h3"' in (tmp_path / "bench.prom").read_text()
+
+
+def test_link_flapped_twice_during_a_step_fails_its_link_verdict(lab_maker, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    with lab_maker("hl2", 2) as info:
+        veth = next(h.veth for h in info.hosts if h.name == "h2")  # the bridge's end of h2's link
+
+        def flap() -> None:
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:  # wait for the step's iperf3 to run on h2
+                if any("iperf3" in c for c in lab.lab_processes("hl2", "iperf3", base_dir=info.dir.parent).get("h2", [])):
+                    break
+                time.sleep(0.2)
+            time.sleep(0.5)
+            for _ in range(2):
+                subprocess.run(["ip", "link", "set", veth, "down"], check=True)
+                time.sleep(0.3)
+                subprocess.run(["ip", "link", "set", veth, "up"], check=True)
+                time.sleep(0.5)
+
+        flapper = threading.Thread(target=flap)
+        flapper.start()
+        res = bench("run", f"suite={SUITE}", f"hosts={info.inventory}", f"out={out}", "duration=6")
+        flapper.join(130)
+    got = health(out, "health: link flaps")
+    assert {h: v["status"] for h, v in got.items()} == {"h1": "pass", "h2": "fail"}, res.stdout + res.stderr
+    assert "carrier_down_count +2" in got["h2"]["message"] and got["h2"]["value"] == 2
+    counters = json.loads(next((out / "telemetry" / "counters").glob("*.json")).read_text())
+    assert counters["h2"]["counters"]["link:eth0:carrier_changes"] == 4
