@@ -34,7 +34,7 @@ from benchharness.core.yamllines import LineMap, LineSeq, read_yaml
 from benchharness.tools.base import ToolAdapter
 
 PATTERNS = ("pairs", "all-pairs", "ring", "one-to-many", "incast", "all-to-all", "scaling", "group",
-            "self")
+            "self", "gpu-pairs")
 SWEEPS = ("matrix", "zip")
 #: Parameters whose values are byte sizes: a range string ("8..8G x2") in one is swept.
 SETTING_DEFAULTS: dict[str, Any] = {"repeat": 1, "base_port": 5201, "timeout": 120.0,
@@ -48,6 +48,11 @@ CORE_SETTINGS = tuple(SETTING_DEFAULTS)
 #: Optional settings of bad-link isolation (see ``benchharness.planning.isolation``); no defaults are
 #: filled in: isolation reads ``settings.get(key, default)``.
 ISOLATION_SETTINGS = ("isolate", "isolation_bw_share", "isolation_lat_factor")
+#: Optional settings of the runner: ``max_connections`` bounds how many hosts the controller
+#: connects to, probes or reads clocks of at once (default ``execution.runner.MAX_CONNECTIONS``).
+RUNNER_SETTINGS = ("max_connections",)
+#: The largest ``max_connections`` accepted (each is a thread and a socket on the controller).
+MAX_CONNECTIONS_LIMIT = 1024
 #: Settings that belong to the planner and never flow into tool parameters.
 _PLANNER_SETTINGS = {"repeat", "base_port", "telemetry", "telemetry_interval", "preflight"}
 TOP_KEYS = ("description", "settings", "tests", "verdicts")
@@ -338,7 +343,7 @@ def load_suite(name_or_path: str | Path, overrides: Mapping[str, Any] | None = N
     for item, line in zip(tests, tests.item_lines, strict=True):
         drafts.append(_draft(check, item, line, drafts))
 
-    known = set(settings) | set(CORE_SETTINGS) | set(ISOLATION_SETTINGS) | \
+    known = set(settings) | set(CORE_SETTINGS) | set(ISOLATION_SETTINGS) | set(RUNNER_SETTINGS) | \
         {p for d in drafts for p in d.adapter.params} | {RAILS_OVERRIDE}
     for key, text in (overrides or {}).items():
         if key == RAILS_OVERRIDE:
@@ -351,7 +356,7 @@ def load_suite(name_or_path: str | Path, overrides: Mapping[str, Any] | None = N
             raise UsageError(f"unknown parameter {key!r} for suite {path.stem}; "
                              f"known: {', '.join(sorted(known))}")
         value = _parse_override(key, text)
-        if key in settings or key in CORE_SETTINGS or key in ISOLATION_SETTINGS:
+        if key in settings or key in CORE_SETTINGS or key in ISOLATION_SETTINGS or key in RUNNER_SETTINGS:
             settings[key], setting_lines[key] = value, CMDLINE
         for d in drafts:
             if key == "repeat":
@@ -443,8 +448,9 @@ def _check_settings(check: _Checker, settings: dict[str, Any], lines: Mapping[st
     tool_params = {p for d in drafts for p in d.adapter.params}
     for key, value in settings.items():
         line = lines.get(key)
-        if key not in CORE_SETTINGS and key not in tool_params and key not in ISOLATION_SETTINGS:
-            known = ", ".join(sorted({*CORE_SETTINGS, *ISOLATION_SETTINGS, *tool_params}))
+        if key not in CORE_SETTINGS and key not in tool_params and key not in ISOLATION_SETTINGS \
+                and key not in RUNNER_SETTINGS:
+            known = ", ".join(sorted({*CORE_SETTINGS, *ISOLATION_SETTINGS, *RUNNER_SETTINGS, *tool_params}))
             check.fail(f"settings: unknown key {key!r}; known: {known}", line)
         check.param_value(key, value, "settings", line)
     check.count(settings["repeat"], "settings: repeat", lines.get("repeat"))
@@ -460,6 +466,9 @@ def _check_settings(check: _Checker, settings: dict[str, Any], lines: Mapping[st
         check.fail(f"settings: telemetry_interval must be seconds between 0.05 and 60, not {interval!r}",
                    lines.get("telemetry_interval"))
     _check_isolation(check, settings, lines)
+    if "max_connections" in settings:
+        check.count(settings["max_connections"], "settings: max_connections", lines.get("max_connections"),
+                    1, MAX_CONNECTIONS_LIMIT)
     for key in ("timeout", "duration"):
         values = settings.get(key)
         for value in values if isinstance(values, list) else [values]:

@@ -29,6 +29,9 @@ if TYPE_CHECKING:
 
 READY_TIMEOUT_S = 30.0
 SERVER_EXIT_GRACE_S = 0.5
+MAX_CONNECTIONS = 32
+"""Hosts the controller connects to, probes or reads the clock of at once (the suite setting
+``max_connections``). Steps of one round always run together: that is the measurement."""
 HOST_GRACE_S = 3.0
 """Host-side limits run this long past the step's time limit (start skew between hosts); the
 host's own ``timeout`` then sends SIGTERM, and SIGKILL 2 s later (``transport.base.wrap_command``),
@@ -96,7 +99,7 @@ class Runner:
     """Runs a plan into a run directory."""
 
     def __init__(self, plan: Plan, run_dir: RunDir, observers: Sequence[StepObserver] = (),
-                 done_steps: set[str] | None = None, max_connections: int = 32,
+                 done_steps: set[str] | None = None, max_connections: int = MAX_CONNECTIONS,
                  progress: Callable[[StepEvent], None] | None = None, launcher: Any = None) -> None:
         self.plan = plan
         self.launcher = launcher  # None: SSH/local per host; else e.g. a SlurmLauncher

@@ -20,6 +20,7 @@ from benchharness.core.model import Host, Step
 from benchharness.core.units import parse_size
 from benchharness.core.values import SIZE_PARAMS
 from benchharness.planning import schedule
+from benchharness.planning.gpus import gpu_endpoint, gpu_labels, gpu_pair_rounds
 from benchharness.planning.rails import rail_labels, rail_rounds
 from benchharness.tools import registry
 
@@ -177,7 +178,7 @@ def _rounds(suite: Suite, test: TestSpec, members: list[Host]) -> list[list[tupl
                     _fail(suite, f"test {test.name!r}: pairs: host {name!r} is not among the hosts "
                           f"{', '.join(by_name)}", test.lines.get("pairs", test.line))
         return schedule.pack_rounds([(by_name[a], by_name[b]) for a, b in test.pairs])
-    if len(members) == 1:
+    if len(members) == 1 and pattern != "gpu-pairs":
         return [[(members[0], members[0])]]  # one machine: measure it against itself
     if pattern == "pairs":
         return schedule.pack_rounds(schedule.pairs(members))
@@ -191,6 +192,11 @@ def _rounds(suite: Suite, test: TestSpec, members: list[Host]) -> list[list[tupl
         return [[group] for group in schedule.one_to_many(members)]
     if pattern == "all-to-all":
         return [[tuple(members)]]  # one step: every member sends to every other at once
+    if pattern == "gpu-pairs":
+        try:
+            return [list(r) for r in gpu_pair_rounds(members)]
+        except ValueError as exc:
+            _fail(suite, f"test {test.name!r}: {exc}", test.lines.get("pattern", test.line))
     raise ValueError(f"unknown pattern {pattern!r}")
 
 
@@ -216,7 +222,11 @@ def _step(test: TestSpec, rep: int, case: dict[str, Any], group: tuple[Host, ...
     labels: dict[str, Any] = {**case, "hosts": ",".join(names)}
     if test.pattern in PAIR_PATTERNS and len(group) == 2:
         labels["pair"] = "-".join(names)
-    if test.rails and all(h.rail for h in group):
+    if test.pattern == "gpu-pairs":
+        labels.update(gpu_labels(group))
+        labels["pair"] = "-".join(h.name for h in group)
+        names = [gpu_endpoint(h) for h in group]
+    elif test.rails and all(h.rail for h in group):
         labels.update(rail_labels(group))
         names = labels["endpoints"].split(",")
     for key in SIZE_PARAMS:

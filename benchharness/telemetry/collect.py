@@ -176,19 +176,26 @@ class TelemetryObserver:
         from benchharness.telemetry.preflight import run_findings, to_verdict
 
         hosts = [h for h in runner.plan.hosts if h.name not in runner.down]
-        self.facts = probe_all([runner.transport(h) for h in hosts])
+        # the runner's bound on hosts handled at once (suite setting max_connections); stand-in
+        # runners of tests may not have one
+        workers = int(getattr(runner, "max_connections", 32))
+        self.facts = probe_all([runner.transport(h) for h in hosts], workers=workers)
         for name, facts in self.facts.items():
             runner.run_dir.write_json(f"telemetry/facts/{safe_name(name)}.json", facts)
         records = run_findings(self.facts, hosts, step_pairs(runner.plan.steps))
         self.preflight = [to_verdict(r) for r in records]
         self._hosts = {h.name: h for h in hosts}
         runner.run_dir.write_json("telemetry/preflight.json", records)
-        if self.per_step:
-            for host in hosts:
+        if self.per_step and hosts:
+            def stage(host: Host) -> None:
                 try:
                     self._paths[host.name] = stage_script(runner.transport(host), "sampler.py")
                 except BenchError as exc:
                     print(f"warning: {host.name}: no sampler this run: {exc.message}", file=sys.stderr)
+
+            # in parallel, as the probe: one host after another cost a thousand hosts minutes
+            with ThreadPoolExecutor(max_workers=min(workers, len(hosts))) as pool:
+                list(pool.map(stage, hosts))
 
     def before_step(self, runner: Runner, step: Step) -> None:
         started = []

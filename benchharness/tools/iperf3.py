@@ -47,7 +47,7 @@ SERVER_READY = r"Server listening on \d+"
 UDP_DEFAULT_BITRATE = "1G"
 #: Seconds allowed beyond duration + omit for connection setup and the results exchange.
 TIMEOUT_MARGIN_S = 30.0
-_PAIR_PATTERNS = ("pairs", "all-pairs", "ring", "self")
+_PAIR_PATTERNS = ("pairs", "all-pairs", "ring", "self", "gpu-pairs")  # gpu-pairs: the lab's GPU stand-in
 _MAX_UDP_PAYLOAD = 65507
 _MAX_TCP_BLOCK = 1 << 20  # iperf3's MAX_BLOCKSIZE: a larger -l only prints its usage text
 #: Interval reports under on_off unless the suite sets ``interval`` (iperf3's minimum is 0.1 s).
