@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+import socket
 import subprocess
 from pathlib import Path
 
@@ -115,6 +116,13 @@ def test_failures_are_named() -> None:
         tool.parse_step(s, crashed)
 
 
+def free_port() -> int:
+    """A TCP port nobody listens on now (two runs of this test at once must not share a rendezvous)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 @pytest.mark.skipif(not has_torch(), reason="Debian's python3-torch is not installed (setup.sh installs it)")
 def test_real_torchrun_on_this_machine(tmp_path: Path) -> None:
     """torchrun with 2 gloo ranks on localhost, via the adapter's own command line and parser."""
@@ -124,7 +132,7 @@ def test_real_torchrun_on_this_machine(tmp_path: Path) -> None:
                                   "busbw_GBps"),
                                  ("torch-train", {"proxy": "ddp", "model_params": "100K", "width": 128,
                                                   "iters": 2, "procs_per_host": 2}, "exposed_ms")):
-        s = Step("0000-local", "t", tool, params, local, pattern="group", port=29650)
+        s = Step("0000-local", "t", tool, params, local, pattern="group", port=free_port())
         (cmd,) = get_tool(tool).commands(s)
         for src, dst in cmd.uploads:  # what the runner's upload does, into a private folder
             Path(tmp_path / Path(dst).name).write_bytes(Path(src).read_bytes())
