@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import math
+import re
 import shlex
 import subprocess
 from pathlib import Path
+from statistics import NormalDist
 
 import pytest
+from torch_runs import captured, captured_run
 
 from benchharness.analysis import projection as pj
+from benchharness.analysis.comparison import compare
 from benchharness.config.workloads import list_workloads, load_workload, workload_from
 from benchharness.core.errors import ConfigError
 from benchharness.core.model import CommandResult, Host, Step
+from benchharness.results.store import RunDir
 from benchharness.tools import get_tool
 from benchharness.transport.base import wrap_command
 
@@ -190,3 +196,67 @@ def test_ddp_prediction_matches_the_captured_proxy() -> None:
     _, exposed = pj.ddp_exposed_ms(curve, ddp["grad_bytes"], ddp["bucket_cap_bytes"], ddp["ranks"],
                                    ddp["compute_ms"] * 2 / 3, overlap=1.0)
     assert exposed == pytest.approx(ddp["exposed_ms"], rel=0.2)
+
+
+# ---------------------------------------------------------------- the projection's interval
+
+def _sentence_and_row(runs: list[RunDir]) -> tuple[str, dict]:
+    comp = compare(runs)
+    (statement,) = [s for s in comp.statements if s["decision"] == "projection"]
+    return statement["text"], comp.projection["rows"][1]
+
+
+def test_one_repetition_says_there_is_no_interval_and_three_give_one(tmp_path: Path) -> None:
+    """Captured lab runs (h2 at 200 vs 100 Mbit/s, three repetitions each): with one repetition
+    per run the sentence says why it has no interval; with three it has one around the estimate."""
+    fast = [captured(f"all_reduce_200mbit_r{r}.txt") for r in range(3)]
+    slow = [captured(f"all_reduce_100mbit_r{r}.txt") for r in range(3)]
+    text, row = _sentence_and_row([captured_run(tmp_path / "f1", "fast", fast[:1]),
+                                   captured_run(tmp_path / "s1", "slow", slow[:1])])
+    assert "days longer (no interval: one repetition per run) than with fast" in text, text
+    assert "delta_days_low" not in row
+    text, _ = _sentence_and_row([captured_run(tmp_path / "f3a", "fast", fast),
+                                 captured_run(tmp_path / "s1b", "slow", slow[:1])])
+    assert "(no interval: one repetition in slow)" in text, text
+
+    text, row = _sentence_and_row([captured_run(tmp_path / "f3", "fast", fast),
+                                   captured_run(tmp_path / "s3", "slow", slow)])
+    m = re.search(r"takes ([\d,.]+) days longer \(95% CI ([\d,.]+) to ([\d,.]+)\) than with fast", text)
+    assert m, text
+    point, low, high = (float(g.replace(",", "")) for g in m.groups())
+    assert low < point < high and row["delta_days_low"] < row["delta_days"] < row["delta_days_high"]
+    # half the link rate: the slow run takes longer, and the interval excludes no change
+    assert low > 0
+
+
+def _synthetic_run(path: Path, name: str, busbw: dict[float, float], reps: int, spread: float) -> RunDir:
+    """``reps`` repetitions whose log busbw at each size sits at the normal quantiles of a known
+    spread around ``busbw`` (the same sample spread whatever ``reps``: only n changes)."""
+    run = RunDir.create(path)
+    run.write_run_info({"run_id": name, "suite": {"name": "training"}, "hosts": ["h1", "h2"], "state": "complete"})
+    z = [NormalDist().inv_cdf((k + 0.5) / reps) for k in range(reps)]
+    run.append_samples({"test": "torch-all_reduce", "tool": "torch", "step": f"{rep:04d}", "rep": rep,
+                        "pattern": "group", "kind": "summary", "collective": "all_reduce", "nranks": 16,
+                        "size_bytes": size, "busbw_GBps": bw * math.exp(spread * z[rep])}
+                       for rep in range(reps) for size, bw in busbw.items())
+    return run
+
+
+@pytest.mark.parametrize("workload", ["llama-70b-1024", "moe-8x7b-256"])
+def test_the_interval_holds_the_estimate_and_shrinks_with_repetitions(tmp_path: Path, workload: str) -> None:
+    """Synthetic curves with known spread (3% per repetition) and a true ratio of 0.8: the
+    interval of the projected difference contains the point estimate, and is narrower with 12
+    repetitions per run than with 3."""
+    w = load_workload(workload)
+    base = {float(1 << k): 40.0 * (1 - 0.5 ** (k - 9)) for k in range(10, 31, 2)}
+    widths = []
+    for reps in (3, 12):
+        a = _synthetic_run(tmp_path / f"a{reps}", "A", base, reps, 0.03)
+        b = _synthetic_run(tmp_path / f"b{reps}", "B", {s: v * 0.8 for s, v in base.items()}, reps, 0.03)
+        comp = compare([a, b], workload=w)
+        row = comp.projection["rows"][1]
+        assert row["delta_days_low"] <= row["delta_days"] <= row["delta_days_high"], row
+        assert row["delta_days"] > 0
+        widths.append(row["delta_days_high"] - row["delta_days_low"])
+        assert "95% CI" in comp.statements[0]["text"]
+    assert widths[1] < widths[0] * 0.6, widths

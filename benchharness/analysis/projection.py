@@ -154,7 +154,8 @@ def curves_from_cells(cells: Any, labels: Sequence[str]) -> dict[str, dict[str, 
                       max(nranks, 2))
         out[lab] = {"curve": curve, "test": test, "sizes": list(curve.sizes),
                     "ratio": [float(r) for r in mine["ratio"]], "ratio_low": [float(r) for r in mine["ratio_ci_low"]],
-                    "ratio_high": [float(r) for r in mine["ratio_ci_high"]]}
+                    "ratio_high": [float(r) for r in mine["ratio_ci_high"]],
+                    "n": [int(n) for n in mine["n"]] if "n" in mine else []}
     return out
 
 
@@ -178,8 +179,21 @@ def compare_projection(w: Workload, curves: Mapping[str, Mapping[str, Any]], lab
             low_bw, high_bw = (project(w, base["curve"].scaled(f)) for f in aligned)
             # the lower bound of the bandwidth ratio is the upper bound of the time
             row["delta_days_low"], row["delta_days_high"] = high_bw.days - a.days, low_bw.days - a.days
+        else:
+            row["no_interval"] = no_interval_reason(base, curves[lab], labels[0], lab)
         rows.append(row)
     return rows
+
+
+def no_interval_reason(base: Mapping[str, Any], other: Mapping[str, Any], base_label: str, label: str) -> str:
+    """Why two curves give no interval: a run with one repetition (no spread to measure), or
+    sweeps over different sizes (no ratio at some of the baseline's sizes)."""
+    single = [lab for lab, c in ((base_label, base), (label, other)) if c.get("n") and max(c["n"]) < 2]
+    if len(single) == 2:
+        return "one repetition per run"
+    if single:
+        return f"one repetition in {single[0]}"
+    return "the runs measured different message sizes"
 
 
 def _aligned(base: Mapping[str, Any], other: Mapping[str, Any]) -> tuple[list[float], list[float]] | None:
@@ -208,14 +222,15 @@ def projection_sentence(w: Workload, row: Mapping[str, Any], baseline: str) -> s
     $X and Y MWh more (workload llama-70b-1024: ...)"."""
     delta = float(row["delta_days"])
     longer = delta >= 0
-    interval = ""
     if "delta_days_low" in row:
         lo, hi = sorted(float(row[k]) * (1 if longer else -1) for k in ("delta_days_low", "delta_days_high"))
         interval = f" (95% CI {_num(lo)} to {_num(hi)})"
+    else:  # said, not left out: a reader must not take the number for a certain one
+        interval = f" (no interval: {row.get('no_interval') or 'no ratio intervals'})"
     usd, mwh = abs(float(row["delta_usd"])), abs(float(row["delta_mwh"]))
     return (f"With {row['run']}, a {_count(w.parameters)}-parameter run on {w.gpus:,} GPUs takes "
             f"{_num(abs(delta))} days {'longer' if longer else 'less'}{interval} than with {baseline}, "
-            f"about ${usd:,.0f} and {_num(mwh)} MWh {'more' if longer else 'less'} "
+            f"about ${_count(usd)} and {_num(mwh)} MWh {'more' if longer else 'less'} "
             f"(workload {w.name}: step {_num(row['step_ms'] / 1e3)} s, {w.steps:,} steps, "
             f"exposed all-reduce {_num(row['exposed_ms'])} ms per step).")
 
