@@ -6,6 +6,8 @@ import math
 import re
 import shlex
 import subprocess
+import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from statistics import NormalDist
 
@@ -260,3 +262,48 @@ def test_the_interval_holds_the_estimate_and_shrinks_with_repetitions(tmp_path: 
         widths.append(row["delta_days_high"] - row["delta_days_low"])
         assert "95% CI" in comp.statements[0]["text"]
     assert widths[1] < widths[0] * 0.6, widths
+
+
+# ---------------------------------------------------------------- requires: torch
+
+OPTIONAL = """description: an optional torch step
+settings: {repeat: 1, telemetry: "off"}
+tests:
+  - name: torch-allreduce
+    tool: torch
+    pattern: group
+REQUIRES    params: {op: all_reduce, minbytes: 4K, maxbytes: 16K, iters: 1, warmup: 0}
+    checks:
+      - {metric: busbw_GBps, min: 90% baseline}
+"""
+
+
+@pytest.mark.parametrize("requires", [True, False])
+def test_a_host_without_torch_skips_a_test_that_requires_it(tmp_path: Path, requires: bool) -> None:
+    """A real interpreter without torch (python3 -S: no site-packages) on localhost: with
+    ``requires: torch`` the step is skipped and JUnit says so, exit 0; without it, a failed step."""
+    python = tmp_path / "python-without-torch"
+    python.write_text('#!/bin/sh\nexec /usr/bin/python3 -S "$@"\n')
+    python.chmod(0o755)
+    inventory = tmp_path / "hosts.ini"
+    inventory.write_text(f"localhost ansible_connection=local torch_python={python} netdev=lo\n")
+    suite = tmp_path / "optional.yaml"
+    suite.write_text(OPTIONAL.replace("REQUIRES", "    requires: torch\n" if requires else ""))
+    out, junit = tmp_path / "run", tmp_path / "junit.xml"
+    res = subprocess.run([sys.executable, "-m", "benchharness", "run", f"suite={suite}", f"hosts={inventory}",
+                          f"out={out}", f"junit={junit}"], capture_output=True, text=True, timeout=300)
+    (step,) = RunDir(out).steps()
+    root = ET.parse(junit).getroot()
+    if requires:
+        assert res.returncode == 0, res.stdout + res.stderr
+        assert (step["status"], step["kind"], step["host"]) == ("skipped", "requirement", "localhost")
+        assert step["message"] == "skipped: torch not found on localhost"
+        assert (root.get("failures"), root.get("errors")) == ("0", "0")
+        skipped = {c.get("name"): c.find("skipped").get("message") for c in root.iter("testcase")
+                   if c.find("skipped") is not None}
+        assert skipped[f"torch-allreduce: step {step['step']}"] == "skipped: torch not found on localhost"
+        assert skipped["torch-allreduce: busbw_GBps >= 90% baseline"] == "skipped: torch not found on localhost"
+    else:
+        assert res.returncode == 3, res.stdout + res.stderr
+        assert (step["status"], step["kind"]) == ("failed", "tool_missing") and "has no torch" in step["message"]
+        assert root.get("errors") == "1" and root.get("failures") != "0"  # the step; its check has no samples

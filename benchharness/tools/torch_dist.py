@@ -201,7 +201,7 @@ def check_results(step: Step, results: Sequence[CommandResult], marker: str) -> 
             raise ToolFailure("launch_failed", f"{where}: {res.error}")
         if "No module named 'torch'" in text or "No module named torch" in text:
             raise ToolFailure("tool_missing", f"{where}: {res.command.argv[0]} has no torch "
-                              "(set the suite's python, or host var torch_python)")
+                              "(set the suite's python, or host var torch_python)", host=res.command.host.name)
         if res.timed_out:
             raise ToolFailure("timeout", f"{where}: ran past {res.command.timeout_s:.0f} s")
     mine = [r for r in results if marker in r.stdout]
