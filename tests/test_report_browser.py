@@ -151,6 +151,10 @@ def test_torch_comparison_shows_the_projection_sentence_and_step_time_chart(driv
     text = first["text"]
     assert text.startswith("With slow, a 70B-parameter run on 1,024 GPUs takes ") and " days longer" in text, text
     assert "no interval: one repetition per run" in text, text
+    notes = driver.execute_script("""return Array.from(document.querySelectorAll('#projection p.projection-note'))
+        .map(function (p) { return p.innerText; });""")
+    assert notes == ["pipeline send/recv: projected from the all-reduce curve (no sendrecv curve in fast, slow; "
+                     "run suite torch to measure it)"], notes
     chart = driver.execute_script("""
         var fig = document.querySelector('#projection figure.projection-chart');
         var svg = fig.querySelector('svg.chart');

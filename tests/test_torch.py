@@ -231,16 +231,19 @@ def test_one_repetition_says_there_is_no_interval_and_three_give_one(tmp_path: P
     assert low > 0
 
 
-def _synthetic_run(path: Path, name: str, busbw: dict[float, float], reps: int, spread: float) -> RunDir:
+def _synthetic_run(path: Path, name: str, busbw: dict[float, float], reps: int, spread: float,
+                   others: dict[str, dict[float, float]] | None = None) -> RunDir:
     """``reps`` repetitions whose log busbw at each size sits at the normal quantiles of a known
-    spread around ``busbw`` (the same sample spread whatever ``reps``: only n changes)."""
+    spread around ``busbw`` (the same sample spread whatever ``reps``: only n changes); ``others``:
+    curves of other collectives (alltoall, sendrecv), as suite torch measures them."""
     run = RunDir.create(path)
     run.write_run_info({"run_id": name, "suite": {"name": "training"}, "hosts": ["h1", "h2"], "state": "complete"})
     z = [NormalDist().inv_cdf((k + 0.5) / reps) for k in range(reps)]
-    run.append_samples({"test": "torch-all_reduce", "tool": "torch", "step": f"{rep:04d}", "rep": rep,
-                        "pattern": "group", "kind": "summary", "collective": "all_reduce", "nranks": 16,
-                        "size_bytes": size, "busbw_GBps": bw * math.exp(spread * z[rep])}
-                       for rep in range(reps) for size, bw in busbw.items())
+    for op, curve in {"all_reduce": busbw, **(others or {})}.items():
+        run.append_samples({"test": f"torch-{op}", "tool": "torch", "step": f"{op}-{rep:04d}", "rep": rep,
+                            "pattern": "group", "kind": "summary", "collective": op, "nranks": 16,
+                            "size_bytes": size, "busbw_GBps": bw * math.exp(spread * z[rep])}
+                           for rep in range(reps) for size, bw in curve.items())
     return run
 
 
@@ -307,3 +310,78 @@ def test_a_host_without_torch_skips_a_test_that_requires_it(tmp_path: Path, requ
         assert res.returncode == 3, res.stdout + res.stderr
         assert (step["status"], step["kind"]) == ("failed", "tool_missing") and "has no torch" in step["message"]
         assert root.get("errors") == "1" and root.get("failures") != "0"  # the step; its check has no samples
+
+
+# ---------------------------------------------------------------- all-to-all and send/recv terms
+
+SIZES = [float(1 << k) for k in range(16, 31, 2)]
+
+
+def _entry(busbw: float, n: int = 8) -> dict:
+    curve = pj.Curve(tuple(SIZES), tuple(busbw for _ in SIZES), n)
+    ones = [1.0] * len(SIZES)
+    return {"curve": curve, "test": "t", "sizes": SIZES, "ratio": ones, "ratio_low": ones, "ratio_high": ones,
+            "n": [1] * len(SIZES)}
+
+
+def test_expert_all_to_all_uses_the_measured_all_to_all_curve() -> None:
+    """moe-8x7b-256: tokens of 8192 x 4096 x bf16 = 64 MiB per rank, 4 all-to-alls per MoE layer;
+    at busbw B the time of one is S (E-1)/E / B (nccl-tests' all-to-all busbw factor)."""
+    w = load_workload("moe-8x7b-256")
+    tokens = 8192 * 4096 * 2
+    a2a_curve = pj.Curve(tuple(SIZES), tuple(5.0 for _ in SIZES), 8)
+    on_allreduce = pj.project(w, _entry(40.0)["curve"])
+    measured = pj.project(w, _entry(40.0)["curve"], alltoall=a2a_curve)
+    assert measured.a2a_ms == pytest.approx(4 * 32 * tokens * 7 / 8 / 5e9 * 1e3)
+    assert measured.a2a_ms == pytest.approx(8 * on_allreduce.a2a_ms)  # 5 GB/s instead of 40
+    assert measured.exposed_ms == on_allreduce.exposed_ms  # the gradient all-reduce is unchanged
+    assert measured.p2p_ms == 0.0  # no pipeline in this workload
+
+    both = {lab: {**_entry(40.0), "terms": {"alltoall": _entry(bw)}} for lab, bw in (("A", 10.0), ("B", 5.0))}
+    used, notes = pj.term_curves(w, both, ["A", "B"])
+    assert used == ["alltoall"] and notes == ["expert all-to-all: projected from each run's alltoall curve"]
+    rows = pj.compare_projection(w, both, ["A", "B"], used)
+    assert rows[1]["a2a_ms"] == pytest.approx(2 * rows[0]["a2a_ms"]) and rows[1]["delta_days"] > 0
+    assert rows[1]["exposed_ms"] == rows[0]["exposed_ms"]
+
+
+def test_a_run_without_the_curve_falls_back_to_all_reduce_for_every_run_and_says_so() -> None:
+    w = load_workload("moe-8x7b-256")
+    curves = {"A": {**_entry(40.0), "terms": {"alltoall": _entry(10.0)}}, "B": _entry(20.0)}
+    used, notes = pj.term_curves(w, curves, ["A", "B"])
+    assert used == []
+    assert notes == ["expert all-to-all: projected from the all-reduce curve (no alltoall curve in B; "
+                     "run suite torch to measure it)"]
+    rows = pj.compare_projection(w, curves, ["A", "B"], used)
+    # the same collective for both runs: the all-reduce's busbw, half in B
+    assert rows[1]["a2a_ms"] == pytest.approx(2 * rows[0]["a2a_ms"])
+
+
+def test_pipeline_send_recv_uses_the_sendrecv_curve() -> None:
+    """llama-70b-1024: 16 micro-batches of 64 MiB, forward and back: 2 x 16 x S / B (busbw factor 1)."""
+    w = load_workload("llama-70b-1024")
+    p2p = pj.Curve(tuple(SIZES), tuple(8.0 for _ in SIZES), 2)
+    measured = pj.project(w, _entry(40.0)["curve"], sendrecv=p2p)
+    assert measured.p2p_ms == pytest.approx(2 * 16 * 64 * pj.MIB / 8e9 * 1e3)
+    assert measured.a2a_ms == 0.0
+    curves = {lab: {**_entry(40.0), "terms": {"sendrecv": _entry(8.0), "alltoall": _entry(1.0)}} for lab in "AB"}
+    used, notes = pj.term_curves(w, curves, ["A", "B"])
+    assert used == ["sendrecv"]  # llama has no experts: its all-to-all curve is not used
+    assert notes == ["pipeline send/recv: projected from each run's sendrecv curve"]
+
+
+def test_compare_reads_the_torch_suites_curves_and_intervals_cover_every_term(tmp_path: Path) -> None:
+    """Stored runs with all_reduce, alltoall and sendrecv samples (as suite torch stores them):
+    bench compare's projection uses the all-to-all curve, says so, and has an interval."""
+    w = load_workload("moe-8x7b-256")
+    base = {s: 40.0 for s in SIZES}
+    a = _synthetic_run(tmp_path / "a", "A", base, 5, 0.02, {"alltoall": {s: 10.0 for s in SIZES}})
+    b = _synthetic_run(tmp_path / "b", "B", base, 5, 0.02, {"alltoall": {s: 5.0 for s in SIZES}})
+    comp = compare([a, b], workload=w)
+    proj = comp.projection
+    assert proj["notes"] == ["expert all-to-all: projected from each run's alltoall curve"]
+    rows = proj["rows"]
+    assert rows[1]["a2a_ms"] == pytest.approx(2 * rows[0]["a2a_ms"], rel=0.01)
+    assert rows[1]["exposed_ms"] == pytest.approx(rows[0]["exposed_ms"], rel=0.01)
+    assert rows[1]["delta_days_low"] < rows[1]["delta_days"] < rows[1]["delta_days_high"]
+    assert "95% CI" in comp.statements[0]["text"]
