@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import os
 import re
 import shlex
 import subprocess
@@ -16,6 +18,7 @@ from torch_runs import captured, captured_run
 
 from benchharness.analysis import projection as pj
 from benchharness.analysis.comparison import compare
+from benchharness.config.inventory import load_inventory
 from benchharness.config.workloads import list_workloads, load_workload, workload_from
 from benchharness.core.errors import ConfigError
 from benchharness.core.model import CommandResult, Host, Step
@@ -137,7 +140,10 @@ def test_real_torchrun_on_this_machine(tmp_path: Path) -> None:
         for src, dst in cmd.uploads:  # what the runner's upload does, into a private folder
             Path(tmp_path / Path(dst).name).write_bytes(Path(src).read_bytes())
         argv = [str(tmp_path / Path(a).name) if a.startswith("/tmp/benchharness/") else a for a in cmd.argv]
+        if Path("/sys/devices/system/node/node0/cpulist").exists():  # both ranks bind to node 0's CPUs
+            argv += ["--numa-nodes", "0,0"]
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, env={**cmd.env, "PATH": "/usr/bin:/bin"})
+        assert "not bound" not in proc.stderr, proc.stderr[-2000:]
         res = CommandResult(cmd, proc.returncode, proc.stdout, proc.stderr, 0.0, 1.0)
         recs = [r for r in get_tool(tool).parse_step(s, [res]) if r["kind"] == "summary"]
         assert recs and all(r[marker] is not None for r in recs), proc.stderr[-2000:]
@@ -385,3 +391,75 @@ def test_compare_reads_the_torch_suites_curves_and_intervals_cover_every_term(tm
     assert rows[1]["exposed_ms"] == pytest.approx(rows[0]["exposed_ms"], rel=0.01)
     assert rows[1]["delta_days_low"] < rows[1]["delta_days"] < rows[1]["delta_days_high"]
     assert "95% CI" in comp.statements[0]["text"]
+
+
+# ---------------------------------------------------------------- NUMA placement of torchrun's ranks
+
+INVENTORIES = Path(__file__).resolve().parent.parent / "inventories"
+
+
+def rail_hosts(name: str = "dgx-b200-8rail.ini", **override: object) -> tuple[Host, ...]:
+    """The worked 8-rail inventory's two GPU nodes (rails with nearest_gpu and numa_node)."""
+    hs = load_inventory(INVENTORIES / name).hosts
+    return tuple(dataclasses.replace(h, rails=tuple(dataclasses.replace(r, **override) for r in h.rails))
+                 if override else h for h in hs)
+
+
+def test_torchrun_ranks_get_their_gpus_numa_nodes_from_the_rails() -> None:
+    tool = get_tool("torch")
+    for cmd in tool.commands(step({}, hs=rail_hosts())):
+        argv = list(cmd.argv)
+        assert argv[argv.index("--nproc_per_node") + 1] == "8"
+        assert argv[-2:] == ["--numa-nodes", "0,0,0,0,1,1,1,1"]  # local rank i -> GPU i's node
+    # four ranks per host: GPUs 0-3, all on node 0
+    four = tool.commands(step({"procs_per_host": 4}, hs=rail_hosts()))[0].argv
+    assert list(four[-2:]) == ["--numa-nodes", "0,0,0,0"]
+    # no NUMA facts, or CPU hosts: no binding asked for
+    assert "--numa-nodes" not in tool.commands(step({}, hs=rail_hosts(numa_node=None)))[0].argv
+    assert "--numa-nodes" not in tool.commands(step({}))[0].argv
+    mi300x = tool.commands(step({}, hs=rail_hosts("mi300x-8rail.ini")))[1].argv
+    assert list(mi300x[-2:]) == ["--numa-nodes", "0,0,0,0,1,1,1,1"]
+    train = get_tool("torch-train").commands(step({"proxy": "ddp"}, tool="torch-train", hs=rail_hosts()))
+    assert list(train[0].argv[-2:]) == ["--numa-nodes", "0,0,0,0,1,1,1,1"]
+
+
+def test_cpulist_parses_ranges_and_single_cpus() -> None:
+    from benchharness.collectives.torch_dist import parse_cpulist
+
+    assert parse_cpulist("0-3,8-11\n") == {0, 1, 2, 3, 8, 9, 10, 11}
+    assert parse_cpulist("5") == {5} and parse_cpulist("\n") == set()
+
+
+BIND = """import os, sys
+sys.path.insert(0, sys.argv[1])
+import torch_dist
+before = os.sched_getaffinity(0)
+got = torch_dist.bind_numa(sys.argv[3], int(sys.argv[4]), root=sys.argv[2])
+print(sorted(got) if got is not None else None, sorted(os.sched_getaffinity(0)) == sorted(before))
+print(sorted(os.sched_getaffinity(0)))
+"""
+
+
+def test_a_rank_binds_itself_to_its_numa_nodes_cpus(tmp_path: Path) -> None:
+    """The host program's own binding, in a real process, against a fake sysfs node tree: local
+    rank 1 of ``--numa-nodes 0,1`` takes node1's CPUs (the first CPU this process may use)."""
+    from benchharness.collectives import torch_dist
+
+    cpu = min(os.sched_getaffinity(0))
+    for node, cpus in (("node0", "0-4095"), ("node1", str(cpu))):
+        (tmp_path / "sys" / node).mkdir(parents=True)
+        (tmp_path / "sys" / node / "cpulist").write_text(cpus + "\n")
+    folder = str(Path(torch_dist.__file__).parent)
+
+    def run(nodes: str, local: int) -> tuple[list[str], str]:
+        proc = subprocess.run([sys.executable, "-c", BIND, folder, str(tmp_path / "sys"), nodes, str(local)],
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout.splitlines(), proc.stderr
+
+    out, err = run("0,1", 1)
+    assert out == [f"[{cpu}] False", f"[{cpu}]"] and err == ""
+    out, err = run("0,7", 1)  # no node7 in this sysfs: said, and the rank runs unbound
+    assert out[0] == "None True" and "cannot bind to NUMA node 7" in err and "not bound" in err
+    out, err = run("0", 3)
+    assert out[0] == "None True" and "local rank 3 has no NUMA node" in err
