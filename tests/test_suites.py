@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -220,6 +224,48 @@ def test_suite_dirs_are_the_repo_then_bench_suite_path(monkeypatch: pytest.Monke
                                                        tmp_path: Path) -> None:
     monkeypatch.setenv("BENCH_SUITE_PATH", f"{tmp_path / 'a'}:{tmp_path / 'b'}")
     assert suite_dirs() == [REPO_SUITES, tmp_path / "a", tmp_path / "b"]
+
+
+def test_an_installed_wheel_carries_the_suites(tmp_path: Path) -> None:
+    """A non-editable install finds the suites: the wheel carries suites/ as benchharness/_suites
+    (setup.py), and ``bench suites`` / ``bench plan`` work from a directory outside the checkout."""
+    repo = REPO_SUITES.parent
+    wheels, venv, elsewhere = tmp_path / "whl", tmp_path / "venv", tmp_path / "elsewhere"
+    build = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(repo), "-w", str(wheels)],
+                           capture_output=True, text=True, timeout=600)
+    assert build.returncode == 0, build.stderr[-2000:]
+    (wheel,) = wheels.glob("benchharness-*.whl")
+    with zipfile.ZipFile(wheel) as z:
+        packed = {Path(n).name for n in z.namelist() if n.startswith("benchharness/_suites/")}
+    assert packed == {p.name for p in REPO_SUITES.glob("*.yaml")}
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    python = venv / "bin" / "python"
+    install = subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
+                             capture_output=True, text=True, timeout=300)
+    assert install.returncode == 0, install.stderr[-2000:]
+    site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                               capture_output=True, text=True, check=True).stdout.strip())
+    # its dependencies from this environment (a path only: the editable install's finder there is
+    # a .pth file of its own and is not run, so benchharness comes from the wheel)
+    deps = next(Path(p) for p in sys.path if p.endswith("site-packages") and Path(p).is_dir())
+    (site / "zz-deps.pth").write_text(f"{deps}\n")
+    elsewhere.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "BENCH_SUITE_PATH")}
+
+    def bench(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(python), "-m", "benchharness", *args], cwd=elsewhere, env=env,
+                              capture_output=True, text=True, timeout=120)
+
+    where = subprocess.run([str(python), "-c", "import benchharness; print(benchharness.__file__)"],
+                           cwd=elsewhere, env=env, capture_output=True, text=True, timeout=60)
+    assert where.stdout.startswith(str(site)), where.stdout + where.stderr
+    listed = bench("suites")
+    assert listed.returncode == 0, listed.stderr
+    assert {line.split()[0] for line in listed.stdout.splitlines() if line.strip()} == {
+        p.stem for p in REPO_SUITES.glob("*.yaml")}
+    plan = bench("plan", "suite=rdma-bw")
+    assert plan.returncode == 0, plan.stderr
+    assert plan.stdout.startswith(f"suite rdma-bw ({site / 'benchharness' / '_suites' / 'rdma-bw.yaml'})")
 
 
 def test_find_suite_by_name_path_and_extra_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

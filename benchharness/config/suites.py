@@ -113,9 +113,16 @@ class Suite:
 
 # ---------------------------------------------------------------- finding suites
 
+#: The suites an installed wheel carries (setup.py copies the top-level ``suites/`` there).
+PACKAGED_SUITES = Path(__file__).resolve().parents[1] / "_suites"
+#: The suites of a checkout (and of an editable install).
+CHECKOUT_SUITES = Path(__file__).resolve().parents[2] / "suites"
+
+
 def suite_dirs() -> list[Path]:
-    """Where suites are looked up: the repository's ``suites/``, then ``BENCH_SUITE_PATH`` dirs."""
-    dirs = [Path(__file__).resolve().parents[2] / "suites"]
+    """Where suites are looked up: the package's own (an installed wheel) or else the checkout's
+    ``suites/``, then ``BENCH_SUITE_PATH`` dirs."""
+    dirs = [PACKAGED_SUITES if PACKAGED_SUITES.is_dir() else CHECKOUT_SUITES]
     extra = os.environ.get("BENCH_SUITE_PATH", "")
     dirs += [Path(p).expanduser() for p in extra.split(os.pathsep) if p]
     return dirs

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn, Protocol
 
@@ -21,6 +21,7 @@ from benchharness.core.units import parse_size
 from benchharness.core.values import SIZE_PARAMS
 from benchharness.planning import schedule
 from benchharness.planning.rails import rail_labels, rail_rounds
+from benchharness.tools import registry
 
 #: Patterns whose steps are (server, client) pairs.
 PAIR_PATTERNS = ("pairs", "all-pairs", "ring", "self")
@@ -82,7 +83,7 @@ def build_plan(suite: Suite, hosts: Sequence[Host], inventory: HostSelector | No
             port = base_port
             steps = []
             for group in groups:
-                reserved = ports_needed(test.pattern, group)
+                reserved = ports_reserved(test.tool, test.pattern, case, group)
                 if port + reserved - 1 > _MAX_PORT:
                     _fail(suite, f"base_port {base_port} leaves too few ports for round "
                           f"{len(plan_rounds)} ({port + reserved - 1 - base_port + 1} needed)",
@@ -200,6 +201,13 @@ def ports_needed(pattern: str, group: Sequence[Host]) -> int:
     if pattern == "all-to-all":
         return max(1, len(group))
     return 1
+
+
+def ports_reserved(tool: str, pattern: str, params: Mapping[str, Any], group: Sequence[Host]) -> int:
+    """Ports a step reserves: its flows (``ports_needed``) times the server ports each flow of the
+    tool takes (the adapter's ``ports_per_flow``, e.g. iperf3's processes; 1 without one)."""
+    per_flow = getattr(registry().get(tool), "ports_per_flow", None)  # an unknown tool: describe says so
+    return ports_needed(pattern, group) * (max(1, int(per_flow(params, group))) if per_flow else 1)
 
 
 def _step(test: TestSpec, rep: int, case: dict[str, Any], group: tuple[Host, ...], round_index: int,

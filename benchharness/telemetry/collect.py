@@ -18,6 +18,7 @@ from benchharness.core.errors import BenchError, ToolFailure
 from benchharness.core.model import Host, Step, Verdict
 from benchharness.core.naming import safe_name
 from benchharness.core.values import as_list
+from benchharness.telemetry import requirements
 from benchharness.telemetry.counters import delta
 from benchharness.telemetry.health import snapshot_seconds, step_context
 from benchharness.transport import Process, Transport
@@ -42,8 +43,8 @@ REMOTE_DIR = "/tmp/benchharness-telemetry"
 
 
 def script_path(name: str) -> str:
-    """Local path of a telemetry script shipped with the package (probe.py, sampler.py)."""
-    return str(resources.files("benchharness.telemetry") / name)
+    """Local path of a program shipped for hosts (``onhost/``: probe.py, sampler.py)."""
+    return str(resources.files("benchharness.onhost") / name)
 
 
 def stage_script(transport: Transport, name: str) -> str:
@@ -69,8 +70,9 @@ def host_python(host: Host) -> str:
 def probe_argv(host: Host, path: str) -> list[str]:
     """The probe's command line: ``telemetry_root`` (a sysfs/procfs tree read instead of the host's
     own, a lab host standing for a GPU node) and ``telemetry_path`` (directories put first on PATH:
-    stand-in nvidia-smi / amd-smi) from the inventory."""
-    argv = [host_python(host), path]
+    stand-in nvidia-smi / amd-smi) from the inventory; ``--tools``: the version commands of the tool
+    adapters and the telemetry (``requirements.probe_tools``)."""
+    argv = [host_python(host), path, "--tools", requirements.probe_tools_arg()]
     if host.var("telemetry_root"):
         argv += ["--root", str(host.var("telemetry_root"))]
     for d in as_list(host.var("telemetry_path")):

@@ -3,7 +3,7 @@
 One step is one ``mpirun`` on the step's first host (the launcher) with ranks on every step host
 (pattern ``group``, or ``scaling`` where the planner grows the host list). ``collective`` runs
 rccl-tests on hosts with ``gpus > 0`` and ``gpu_vendor: amd``, nccl-tests on other GPU hosts, and
-the CPU benchmark (``benchharness.collectives.mpi_allreduce``, same table) on hosts without GPUs.
+the CPU benchmark (``benchharness.onhost.mpi_allreduce``, same table) on hosts without GPUs.
 """
 
 from __future__ import annotations
@@ -15,7 +15,9 @@ from typing import Any
 from benchharness.core.errors import ConfigError, ToolFailure
 from benchharness.core.model import Command, CommandResult, Host, Record, Step
 from benchharness.core.units import parse_size
+from benchharness.tools.base import ToolFacts
 from benchharness.tools.mpi_launch import (
+    MPIRUN,
     build_mpirun,
     build_srun,
     check_env,
@@ -217,6 +219,8 @@ class NcclTests:
 
     def __init__(self, name: str, vendor: str, dir_var: str) -> None:
         self.name, self.vendor, self.dir_var = name, vendor, dir_var
+        # built from source by the nccl_tests / rccl_tests roles; the probe finds them itself
+        self.requirements: tuple[ToolFacts, ...] = (ToolFacts("rccl" if vendor == "amd" else name), MPIRUN)
         self.description = f"{name}: NCCL-style collectives ({'RCCL, ROCm' if vendor == 'amd' else 'NCCL'}) "\
                            "over mpirun, with NCCL_DEBUG transport checks"
 
@@ -313,6 +317,7 @@ class CpuCollective:
     description = "CPU collectives over MPI (mpi4py, NumPy), printed as an nccl-tests table"
     params = PARAMS
     patterns = ("group", "scaling")
+    requirements: tuple[ToolFacts, ...] = (MPIRUN,)
 
     def check_params(self, params: Mapping[str, Any]) -> None:
         check_collective_params(params, CPU_COLLECTIVES)
@@ -322,9 +327,9 @@ class CpuCollective:
         if p["op"] not in CPU_COLLECTIVES:
             raise ConfigError(f"step {step.id}: the CPU benchmark has no {p['op']} "
                               f"(it has {', '.join(CPU_COLLECTIVES)})")
-        spec = importlib.util.find_spec("benchharness.collectives.mpi_allreduce")
+        spec = importlib.util.find_spec("benchharness.onhost.mpi_allreduce")
         if spec is None or spec.origin is None:
-            raise ToolFailure("tool_missing", "benchharness.collectives.mpi_allreduce is not installed")
+            raise ToolFailure("tool_missing", "benchharness.onhost.mpi_allreduce is not installed")
         if p["cpu_maxbytes"] is not None and parse_size(p["maxbytes"]) > parse_size(p["cpu_maxbytes"]):
             # the GPU sizing (8G) would take minutes per size on CPUs: stop at cpu_maxbytes
             p = {**p, "maxbytes": p["cpu_maxbytes"],
@@ -375,6 +380,11 @@ class Collective:
     description = "collective sweep: rccl-tests on AMD GPUs, nccl-tests on NVIDIA GPUs, MPI CPU benchmark otherwise"
     params = PARAMS
     patterns = ("group", "scaling")
+
+    @property
+    def requirements(self) -> tuple[ToolFacts, ...]:
+        """Those of every backend it may choose."""
+        return tuple({f.name: f for b in (NCCL, RCCL, CPU) for f in b.requirements}.values())
 
     def check_params(self, params: Mapping[str, Any]) -> None:
         check_collective_params(params)

@@ -1,6 +1,6 @@
 """Tool ``torch``: torch.distributed collectives on the hosts' own Python and torch.
 
-The host program is ``benchharness.collectives.torch_dist`` (copied to every host), which prints
+The host program is ``benchharness.onhost.torch_dist`` (copied to every host), which prints
 nccl-tests' table, so its samples (``busbw_GBps`` over ``size_bytes``) sit beside nccl-tests' in one
 chart. Backend ``nccl`` on NVIDIA and AMD (RCCL) GPU hosts, ``gloo`` on CPU hosts. Launch:
 
@@ -126,10 +126,10 @@ def python_of(host: Host, p: Mapping[str, Any]) -> str:
 
 
 def program_file(module: str) -> str:
-    """Local path of a host program shipped in ``benchharness.collectives``."""
-    spec = importlib.util.find_spec(f"benchharness.collectives.{module}")
+    """Local path of a host program shipped in ``benchharness.onhost``."""
+    spec = importlib.util.find_spec(f"benchharness.onhost.{module}")
     if spec is None or spec.origin is None:
-        raise ToolFailure("tool_missing", f"benchharness.collectives.{module} is not installed")
+        raise ToolFailure("tool_missing", f"benchharness.onhost.{module} is not installed")
     return spec.origin
 
 

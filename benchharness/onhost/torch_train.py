@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 try:
-    from benchharness.collectives import torch_dist as td
+    from benchharness.onhost import torch_dist as td
 except ImportError:  # on a host: the sweep program was copied beside this one
     import torch_dist as td  # type: ignore[no-redef]
 
