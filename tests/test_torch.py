@@ -424,7 +424,7 @@ def test_torchrun_ranks_get_their_gpus_numa_nodes_from_the_rails() -> None:
 
 
 def test_cpulist_parses_ranges_and_single_cpus() -> None:
-    from benchharness.collectives.torch_dist import parse_cpulist
+    from benchharness.onhost.torch_dist import parse_cpulist
 
     assert parse_cpulist("0-3,8-11\n") == {0, 1, 2, 3, 8, 9, 10, 11}
     assert parse_cpulist("5") == {5} and parse_cpulist("\n") == set()
@@ -443,7 +443,7 @@ print(sorted(os.sched_getaffinity(0)))
 def test_a_rank_binds_itself_to_its_numa_nodes_cpus(tmp_path: Path) -> None:
     """The host program's own binding, in a real process, against a fake sysfs node tree: local
     rank 1 of ``--numa-nodes 0,1`` takes node1's CPUs (the first CPU this process may use)."""
-    from benchharness.collectives import torch_dist
+    from benchharness.onhost import torch_dist
 
     cpu = min(os.sched_getaffinity(0))
     for node, cpus in (("node0", "0-4095"), ("node1", str(cpu))):
