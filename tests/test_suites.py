@@ -354,3 +354,17 @@ def test_a_list_setting_is_swept_in_every_test_that_takes_it(fake_tools: dict, t
     path = tmp_path / "s.yaml"
     path.write_text("settings: {duration: [1, 3]}\ntests:\n  - {name: c, tool: fakecoll}\n")
     assert [c["duration"] for c in expand_cases(load_suite(path).tests[0])] == [1, 3]
+
+
+def test_requires_is_a_name_or_a_list_and_acceptance_needs_torch_only_for_its_torch_test(
+        fake_tools: dict, tmp_path: Path) -> None:
+    path = tmp_path / "req.yaml"
+    path.write_text("tests:\n  - name: a\n    tool: fakeperf\n    requires: torch\n"
+                    "  - name: b\n    tool: fakeperf\n    requires: [torch, torch]\n  - name: c\n    tool: fakeperf\n")
+    assert [t.requires for t in load_suite(path).tests] == [("torch",), ("torch",), ()]
+
+
+def test_shipped_acceptance_runs_torch_where_the_hosts_have_it() -> None:
+    tests = {t.name: t for t in load_suite("acceptance").tests}
+    assert tests["torch-allreduce"].tool == "torch" and tests["torch-allreduce"].requires == ("torch",)
+    assert [n for n, t in tests.items() if t.requires] == ["torch-allreduce"]

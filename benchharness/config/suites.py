@@ -57,7 +57,11 @@ MAX_CONNECTIONS_LIMIT = 1024
 _PLANNER_SETTINGS = {"repeat", "base_port", "telemetry", "telemetry_interval", "preflight"}
 TOP_KEYS = ("description", "settings", "tests", "verdicts")
 TEST_KEYS = ("name", "tool", "hosts", "pattern", "pairs", "sweep", "repeat", "params", "checks", "rails",
-             "health")
+             "health", "requires")
+#: ``requires:`` of a test: what some hosts may lack. A step whose tool fails for want of it
+#: (failure kind ``tool_missing``) is skipped, "skipped: torch not found on h3" (JUnit
+#: ``<skipped>``, its checks ``info``), never failed; without ``requires:`` it fails as before.
+REQUIREMENTS = ("torch",)
 #: ``rails:`` of a pair-tool test: aligned (rail i <-> rail i, all rails at once), each (one rail
 #: at a time), cross (rail i <-> rail j, i != j, one combination at a time), first (only each
 #: host's first NIC, said on purpose: without it a multi-NIC host that would be tested on fewer
@@ -94,6 +98,8 @@ class TestSpec:
     rails: str | None = None
     #: Fabric health limits (``telemetry.health.parse_health``), validated; None: not judged.
     health: dict[str, Any] | None = None
+    #: What the test needs that a host may lack (REQUIREMENTS): without it a step is skipped, not failed.
+    requires: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -417,6 +423,20 @@ def _health(check: _Checker, data: LineMap, what: str) -> dict[str, Any] | None:
         check.fail(f"{what}: {exc}", raw.key_lines.get(exc.key, raw.line) if exc.key else raw.line)
 
 
+def _requires(check: _Checker, data: LineMap, what: str) -> tuple[str, ...]:
+    """``requires: torch`` or ``requires: [torch]``: names from REQUIREMENTS."""
+    raw, line = data.get("requires"), data.key_lines.get("requires")
+    if raw is None:
+        return ()
+    items = [raw] if isinstance(raw, str) else raw
+    if not isinstance(items, list) or not items or not all(isinstance(i, str) for i in items):
+        check.fail(f"{what}: requires must be a name or a list of names ({', '.join(REQUIREMENTS)}), "
+                   f"not {raw!r}", line)
+    for item in items:
+        check.choice(item, REQUIREMENTS, f"{what}: requires", line)
+    return tuple(dict.fromkeys(items))
+
+
 def _draft(check: _Checker, item: Any, line: int, earlier: list[_Draft]) -> _Draft:
     data = check.mapping(item, "each test", line)
     name = check.string(data, "name", f"test at line {data.line}")
@@ -553,7 +573,8 @@ def _finish(check: _Checker, d: _Draft, settings: Mapping[str, Any], setting_lin
             check.fail(f"{what}: rails: {rails} needs a pair pattern ({', '.join(RAIL_PATTERNS)}), "
                        f"not {pattern}", lines.get("rails"))
     spec = TestSpec(d.name, adapter.name, hosts, pattern, sweep, repeat, dict(d.params), data.line,
-                    pairs, lines, _checks(check, data, what), rails, _health(check, data, what))
+                    pairs, lines, _checks(check, data, what), rails, _health(check, data, what),
+                    _requires(check, data, what))
     cases = expand_cases(spec)
     for case in cases:
         try:

@@ -55,6 +55,7 @@ def _suite_snapshot(suite: Any) -> dict[str, Any]:
                        "repeat": t.repeat, "params": dict(t.params),
                        "checks": list(getattr(t, "checks", ())),
                        **({"rails": t.rails} if getattr(t, "rails", None) else {}),
+                       **({"requires": list(t.requires)} if getattr(t, "requires", ()) else {}),
                        **({"health": t.health} if getattr(t, "health", None) else {})} for t in suite.tests],
             "verdicts": getattr(suite, "verdicts", None)}
 

@@ -304,6 +304,9 @@ class Runner:
                     "failed", exc.kind, exc.host, exc.message)
             except ToolFailure as exc:
                 outcome.status, outcome.kind, outcome.message = "failed", exc.kind, exc.message
+                unmet = self._unmet(step, exc)
+                if unmet:  # the test said a host may lack it: skipped, not failed
+                    outcome.status, outcome.kind, outcome.host, outcome.message = "skipped", "requirement", *unmet
                 lost = self._lost(step)
             if lost is not None:  # the step's own failure (a timeout) came from the host going away
                 self._mark_down(lost)
@@ -320,6 +323,17 @@ class Runner:
             outcome.status, outcome.kind = "skipped", "interrupted"
         self._record(outcome)
         return outcome
+
+    def _unmet(self, step: Step, exc: ToolFailure) -> tuple[str, str] | None:
+        """(host, message) when the tool is missing what the step's test ``requires:``."""
+        if exc.kind != "tool_missing":
+            return None
+        spec = next((t for t in self.plan.suite.tests if t.name == step.test), None)
+        needs = tuple(getattr(spec, "requires", ()) or ())
+        if not needs:
+            return None
+        host = exc.host or ",".join(h.name for h in step.hosts)
+        return host, f"skipped: {' and '.join(needs)} not found on {host}"
 
     def _mark_down(self, exc: TransportError) -> None:
         """Later steps on this host fail at once, with the same kind and message."""
