@@ -73,7 +73,7 @@ def build(root: Path, *, interval_samples: bool = True, series_every: float = 10
         rows = []
         t = 0.0
         while t < SECONDS:
-            dt = min(series_every, SECONDS - t)
+            dt = min(series_every or SECONDS, SECONDS - t)
             per = {k: v for rail in RAILS for k, v in _interval_counters(host, rail, t, dt).items()}
             rows.append({"t0": T0 + t, "t1": T0 + t + dt, "counters": per})
             for k, v in per.items():
