@@ -141,3 +141,55 @@ def test_report_section_escapes_everything(tmp_path: Path) -> None:
     assert "Temperatures under load" in section and "not exposed" in section
     assert "<b>h2</b>" not in html and "&lt;b&gt;h2&lt;/b&gt;" in section
     assert "<i>mlx5</i>" not in html
+
+
+def test_soak_and_bursty_suites_on_both_8rail_nodes() -> None:
+    """soak: every rail, both directions, GPU memory of the host's vendor beside each NIC; bursty:
+    the perftest rate limiter (perftest --help: --rate_limit, --burst_size, --rate_limit_type)."""
+    from benchharness.config.inventory import load_inventory
+    from benchharness.planning.plan import build_plan
+    from benchharness.tools import get_tool
+
+    root = Path(__file__).resolve().parents[1]
+    soak = load_suite("soak")
+    assert soak.settings["duration"] == 600 and soak.settings["counters_interval"] == 60
+    assert soak.tests[0].health is not None and soak.tests[0].health["degradation"] == 0.05
+    for inv, opt in (("dgx-b200-8rail.ini", "--use_cuda"), ("mi300x-8rail.ini", "--use_rocm")):
+        hosts = load_inventory(str(root / "inventories" / inv)).hosts
+        plan = build_plan(soak, hosts)
+        lines = [c.argv for s in plan.steps for c in get_tool(s.tool).commands(s, plan.launcher)]
+        assert len(plan.steps) == 8 and len(plan.rounds) == 1  # every rail at once
+        assert all("-b" in a and "-D" in a and a[a.index("-D") + 1] == "600" for a in lines)
+        assert sorted({a[-1] for a in lines if a[-1].startswith(opt)}) == [f"{opt}={g}" for g in range(8)]
+        bursty = build_plan(load_suite("bursty"), hosts)
+        burst = [c.argv for s in bursty.steps if s.test == "rdma-burst"
+                 for c in get_tool(s.tool).commands(s, bursty.launcher)]
+        assert burst and all("--rate_limit_type=SW" in a and "--burst_size=64" in a for a in burst)
+    # a host without gpu_vendor measures host memory
+    from benchharness.core.model import Host
+
+    plain = [Host(n, a, vars={"rdma_dev": "rxe0", "netdev": "eth0"}) for n, a in (("a", "198.18.0.1"), ("b", "198.18.0.2"))]
+    plan = build_plan(soak, plain)
+    assert not any("--use_" in x for s in plan.steps for c in get_tool(s.tool).commands(s, plan.launcher)
+                   for x in c.argv)
+
+
+def test_perftest_rate_limit_type_and_gpu_memory_are_checked() -> None:
+    from benchharness.tools.perftest import ADAPTER
+
+    base = {**ADAPTER.params, "test": "ib_write_bw"}
+    with pytest.raises(ValueError, match="rate_limit_type: one of HW, SW, PP"):
+        ADAPTER.check_params({**base, "rate_limit_type": "fast"})
+    with pytest.raises(ValueError, match=r"rate_limit_type.*only bandwidth tests"):
+        ADAPTER.check_params({**base, "test": "ib_write_lat", "rate_limit_type": "SW"})
+    with pytest.raises(ValueError, match="gpu_memory: set it or use_cuda"):
+        ADAPTER.check_params({**base, "gpu_memory": "nearest", "use_cuda": 0})
+    with pytest.raises(ValueError, match="gpu_memory: perftest refuses"):
+        ADAPTER.check_params({**base, "test": "ib_write_lat", "gpu_memory": "nearest"})
+
+
+def test_counters_interval_setting_is_checked_with_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text("settings:\n  duration: 1\n  counters_interval: 0.5\ntests:\n  - {name: t, tool: iperf3}\n")
+    with pytest.raises(ConfigError, match=r"s\.yaml:3.*counters_interval must be 0 \(off\) or seconds"):
+        load_suite(str(path))
