@@ -193,3 +193,22 @@ def test_counters_interval_setting_is_checked_with_its_line(tmp_path: Path) -> N
     path.write_text("settings:\n  duration: 1\n  counters_interval: 0.5\ntests:\n  - {name: t, tool: iperf3}\n")
     with pytest.raises(ConfigError, match=r"s\.yaml:3.*counters_interval must be 0 \(off\) or seconds"):
         load_suite(str(path))
+
+
+def test_nvidia_smi_performance_real_outputs_and_the_throttle_judge() -> None:
+    from benchharness.telemetry.parsers.gpu_throttle import parse_performance
+
+    real = Path(__file__).parent / "fixtures" / "health" / "real"  # see its SOURCES
+    (gb10,) = parse_performance((real / "nvidia_smi_performance_gb10_580.txt").read_text())
+    assert gb10["gpu"] == "0000000F:01:00.0" and gb10["active"] == []
+    assert gb10["reasons"]["HW Thermal Slowdown"] is False and len(gb10["reasons"]) == 9
+    assert gb10["counters_us"] == {"SW Power Capping": 50284264713, "Sync Boost": 0, "SW Thermal Slowdown": 0,
+                                   "HW Thermal Slowdown": 0, "HW Power Braking": 0}
+    (old,) = parse_performance((real / "nvidia_smi_clocks_throttle_reasons_idle.txt").read_text())
+    assert old["active"] == ["Idle"] and len(old["reasons"]) == 8
+    assert load.throttled(old["active"], "none") == []  # idle is not a throttle
+    hot = (real / "nvidia_smi_performance_gb10_580.txt").read_text().replace(
+        "HW Thermal Slowdown           : Not Active", "HW Thermal Slowdown           : Active")
+    (got,) = parse_performance(hot)
+    assert load.throttled(got["active"], "thermal") == ["HW Thermal Slowdown"]
+    assert parse_performance("GPU 00000000:01:00.0\n    Clocks Event Reasons                  : N/A\n") == []

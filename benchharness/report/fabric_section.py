@@ -63,12 +63,13 @@ def _cell(value: float | None, raw: int | None) -> tuple[str, str]:
 
 
 def fabric_section(run: RunDir, info: Mapping[str, Any]) -> dict[str, Any] | None:
-    """Context for ``fabric.html.j2``; None when the run holds no counters, series or temperatures."""
+    """Context for ``fabric.html.j2``; None when the run holds no per-rail counters (step deltas
+    with their context, or a counter series): temperatures alone are in the Telemetry section."""
     totals = fabric.rail_totals(run)
     series = fabric.rail_series(run)
     temps = fabric.temperatures(run)
     net = fabric.host_throughput(run)
-    if not (totals or series or temps):
+    if not (totals or series):
         return None
     starts = [p.t - p.seconds / 2 for pts in series.values() for p in pts[:1]]
     starts += [pts[0][0] for per in temps.values() for pts in per.values() if pts]
