@@ -5,6 +5,10 @@ The playbook runs with the inventory the harness benchmarks with, host keys veri
 unreachable task and each debug message to a JSON file, which becomes a ProvisionResult. A failed
 or unreachable host raises ProvisionFailed (exit code 3) naming the host and the task; a playbook,
 inventory or option error raises ConfigError with Ansible's own error line.
+
+The packages the ``bench_tools`` role installs are not written in the role: they are each tool
+adapter's ``ToolFacts.apt`` (and the telemetry's, ``telemetry/requirements.py``), passed to the
+playbook as ``bench_tools_packages``.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from benchharness.core.errors import ConfigError, StepsFailed, UsageError
+from benchharness.telemetry import requirements
 
 ANSIBLE_DIR = Path(__file__).resolve().parent.parent / "ansible"
 SITE_PLAYBOOK = ANSIBLE_DIR / "site.yml"
@@ -257,6 +262,11 @@ def _run(argv: list[str], env: dict[str, str], echo: Callable[[str], None] | Non
     return rc, "".join(lines)
 
 
+def playbook_vars(extra_vars: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The playbook's extra variables: ``bench_tools_packages`` from the tools' facts, then the caller's."""
+    return {"bench_tools_packages": requirements.apt_packages(), **(extra_vars or {})}
+
+
 def provision(inventory_path: Path, limit: str | None = None, tags: list[str] | None = None,
               check: bool = False, extra_vars: dict[str, Any] | None = None, *,
               playbook: Path | None = None, echo: Callable[[str], None] | None = None,
@@ -279,10 +289,8 @@ def provision(inventory_path: Path, limit: str | None = None, tags: list[str] | 
             raise UsageError(f"unknown provision tag {', '.join(unknown)}: choose from {', '.join(ROLE_TAGS)}")
     with tempfile.TemporaryDirectory(prefix="bench-provision-") as tmp_name:
         tmp = Path(tmp_name)
-        extra_file = None
-        if extra_vars:
-            extra_file = tmp / "extra-vars.json"
-            extra_file.write_text(json.dumps(extra_vars))
+        extra_file = tmp / "extra-vars.json"
+        extra_file.write_text(json.dumps(playbook_vars(extra_vars)))
         argv = build_argv(ansible_playbook(), book, inventory, limit, tags, check, extra_file)
         started = time.monotonic()
         try:

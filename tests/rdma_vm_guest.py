@@ -7,15 +7,19 @@ with its exit code, output and wall time, the rxe GID table, and what was left r
 configured after ``lab down``. The assertions are on the host side (tests/test_rdma_vm.py).
 
 Each command's limit is its time at reference speed (``STEP_WORK_S``, with margin) times the
-machine's speed factor, which the host measured from this boot and wrote to
-``RESULTS/speed.json``. Each command's start and end go to ``RESULTS/progress.jsonl`` as they
-happen, so a VM stopped by its watchdog still says which command was running.
+machine's speed factor: the one the host measured from this boot (``RESULTS/speed.json``), raised
+when a short CPU loop timed before the command runs slower than it did at boot (the load beside
+the VM grew). Each command's start (with its limit) and end go to ``RESULTS/progress.jsonl`` as
+they happen: the host's watchdog gives a running command its announced limit, and a VM stopped by
+it still says which command was running. A command past its limit is killed with its whole
+process group (its SSH sessions and tools would otherwise hold the output pipes open).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -43,6 +47,28 @@ def machine_speed(results: Path, wait_s: float = 60) -> float:
     return 1.0
 
 
+def cpu_loop_s() -> float:
+    """Seconds for a fixed pure-Python loop: this guest's CPU speed right now."""
+    start = time.perf_counter()
+    total = 0
+    for i in range(300_000):
+        total += i * i
+    return time.perf_counter() - start
+
+
+class Speed:
+    """The speed factor for the next command: the boot's, times how much slower the CPU loop runs
+    now than it ran at boot (never less than the boot's)."""
+
+    def __init__(self, boot: float) -> None:
+        self.boot = boot
+        self.loop_at_boot = min(cpu_loop_s() for _ in range(3))
+
+    def now(self) -> float:
+        ratio = min(cpu_loop_s() for _ in range(2)) / self.loop_at_boot
+        return self.boot * max(1.0, ratio)
+
+
 def progress(results: Path, record: dict[str, Any]) -> None:
     """Append one start/end record to progress.jsonl at once (the host reads it after a kill)."""
     with open(results / "progress.jsonl", "a") as out:
@@ -51,20 +77,29 @@ def progress(results: Path, record: dict[str, Any]) -> None:
         os.fsync(out.fileno())
 
 
-def bench(results: Path, speed: float, name: str, *args: str) -> dict[str, Any]:
+def bench(results: Path, speed: Speed, name: str, *args: str) -> dict[str, Any]:
     """Run ``bench ARGS`` within its scaled limit; its record (argv, rc, stdout, stderr, wall_s,
-    limit_s) goes into the log."""
+    limit_s, speed) goes into the log."""
     argv = [sys.executable, "-m", "benchharness", *args]
-    timeout = STEP_WORK_S[name] * speed
-    progress(results, {"event": "start", "name": name, "limit_s": round(timeout)})
+    factor = speed.now()
+    timeout = STEP_WORK_S[name] * factor
+    progress(results, {"event": "start", "name": name, "limit_s": round(timeout), "speed": round(factor, 2)})
     start = time.monotonic()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
-        rc, out, err = proc.returncode, proc.stdout, proc.stderr
-    except subprocess.TimeoutExpired as exc:
-        rc, out, err = None, str(exc.stdout or ""), f"timed out after {timeout:.0f} s"
+        out, err = proc.communicate(timeout=timeout)
+        rc: int | None = proc.returncode
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGTERM)  # bench stops its tools and keeps what it measured
+        try:
+            out, err = proc.communicate(timeout=20 * factor)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)  # bench and everything it started
+            out, err = proc.communicate()
+        rc, err = None, f"{err}\ntimed out after {timeout:.0f} s"
     rec = {"name": name, "argv": args, "rc": rc, "stdout": out, "stderr": err,
-           "wall_s": round(time.monotonic() - start, 1), "limit_s": round(timeout)}
+           "wall_s": round(time.monotonic() - start, 1), "limit_s": round(timeout), "speed": round(factor, 2)}
     progress(results, {"event": "end", "name": name, "rc": rc, "wall_s": rec["wall_s"]})
     print(f"[guest] {name}: rc={rc} {rec['wall_s']} s", flush=True)
     return rec
@@ -118,8 +153,8 @@ def main(results: Path) -> int:
         (results / "guest.json").write_text(json.dumps(log, indent=1) + "\n")
 
     runs = results / "runs"
-    speed = machine_speed(results)
-    log["speed"] = speed
+    speed = Speed(machine_speed(results))
+    log["speed"] = speed.boot
     up = bench(results, speed, "lab up", "lab", "up", "hosts=2", "rdma=rxe", f"name={LAB}")
     steps.append(up)
     if up["rc"] == 0:

@@ -9,11 +9,11 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "benchharness"
 
 # Bottom to top; a module may import its own stage and the stages before it.
-STAGES = ["core", "transport", "tools", "collectives", "telemetry", "config", "results", "planning",
+STAGES = ["core", "transport", "tools", "onhost", "telemetry", "config", "results", "planning",
           "analysis", "report", "execution", "lab", "provision", "cli"]
 RANK = {name: i for i, name in enumerate(STAGES)}
 # Stages of equal height that must not import each other.
-PEERS = {frozenset({"tools", "collectives"}), frozenset({"execution", "lab"})}
+PEERS = {frozenset({"tools", "onhost"}), frozenset({"execution", "lab"})}
 
 
 def _modules() -> dict[str, Path]:

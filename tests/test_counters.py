@@ -11,7 +11,7 @@ from pathlib import Path
 from benchharness.telemetry.counters import delta, parse_snapshot, snapshot_commands
 from benchharness.telemetry.parsers.sampler import parse_sampler_output
 
-SAMPLER = Path(__file__).parents[1] / "benchharness" / "telemetry" / "sampler.py"
+SAMPLER = Path(__file__).parents[1] / "benchharness" / "onhost" / "sampler.py"
 FIXTURES = Path(__file__).parent / "fixtures" / "telemetry"
 
 
@@ -102,7 +102,7 @@ def test_rdma_statistic_of_a_shared_rxe_device_seen_from_a_namespace() -> None:
     reads ``rdma -j statistic show link`` instead (output captured in the soft-RoCE VM)."""
     import sys
 
-    sys.path.insert(0, str(Path(__file__).parents[1] / "benchharness" / "telemetry"))
+    sys.path.insert(0, str(Path(__file__).parents[1] / "benchharness" / "onhost"))
     try:
         import sampler
     finally:

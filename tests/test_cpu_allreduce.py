@@ -134,7 +134,7 @@ def test_hostile_env_value_arrives_intact_through_mpirun() -> None:
 
 
 def test_real_cpu_allreduce_three_ranks_localhost() -> None:
-    program = [sys.executable, "-m", "benchharness.collectives.mpi_allreduce", "-b", "8", "-e", "1M", "-f", "4",
+    program = [sys.executable, "-m", "benchharness.onhost.mpi_allreduce", "-b", "8", "-e", "1M", "-f", "4",
                "-n", "5", "-w", "2"]
     argv = build_mpirun([LOCAL], 3, program, {"PYTHONPATH": str(REPO)}, if_include="127.0.0.0/8",
                         allow_run_as_root=True, oversubscribe=True)
@@ -183,7 +183,7 @@ def test_real_cpu_collectives_through_the_adapter(tmp_path: Path, monkeypatch: p
 FAULTY = """
 import sys
 import numpy as np
-from benchharness.collectives import mpi_allreduce as m
+from benchharness.onhost import mpi_allreduce as m
 real = m.Bench.run
 def run(self, send, recv, in_place):
     real(self, send, recv, in_place)

@@ -15,7 +15,7 @@ from benchharness.telemetry.parsers import pcie_acs, qos
 from benchharness.telemetry.preflight import run_checks
 
 REAL = Path(__file__).parent / "fixtures" / "real"
-PROBE = Path(__file__).parent.parent / "benchharness" / "telemetry" / "probe.py"
+PROBE = Path(__file__).parent.parent / "benchharness" / "onhost" / "probe.py"
 
 
 def text(name: str) -> str:

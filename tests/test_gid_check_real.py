@@ -13,7 +13,7 @@ from benchharness.telemetry.parsers.show_gids import parse_show_gids
 from benchharness.telemetry.preflight import run_checks
 
 REAL = Path(__file__).parent / "fixtures" / "real" / "show_gids"
-PROBE = Path(__file__).parent.parent / "benchharness" / "telemetry" / "probe.py"
+PROBE = Path(__file__).parent.parent / "benchharness" / "onhost" / "probe.py"
 TYPES = {"v1": "IB/RoCE v1", "v2": "RoCE v2"}
 
 

@@ -108,7 +108,12 @@ def test_plan_rules(suite: str, node: str) -> None:
         if any(a.endswith("iperf3") for a in argv):
             seen["ip"].update(a for a in argv if a in addresses)
         if cmd.role == "launcher" and argv[0] == "mpirun":
-            assert _value(argv, "--map-by") == "ppr:4:numa" and _value(argv, "--bind-to") == "numa"
+            if step.pattern == "gpu-pairs":  # one rank per node, bound to its GPU's NUMA node by the wrapper
+                assert _value(argv, "--map-by") == "ppr:1:node" and _value(argv, "--bind-to") == "none"
+                gpus, numa = argv[argv.index("bench-gpu") + 1], argv[argv.index("bench-gpu") + 3]
+                assert [int(n) for n in numa.split(",")] == [int(g) // 4 for g in gpus.split(",")]
+            else:
+                assert _value(argv, "--map-by") == "ppr:4:numa" and _value(argv, "--bind-to") == "numa"
             assert ("NCCL_IB_GID_INDEX" in env) is roce and (env.get("NCCL_IB_TC") == "104") is roce
             assert env["NCCL_IB_HCA"].lstrip("=").count(":1") == 8
             top = parse_size(str(step.params["maxbytes"]))

@@ -15,7 +15,7 @@ from benchharness.cli.main import main
 from benchharness.telemetry import golden
 from tests import synthetic_hosts
 
-PROBE = Path(__file__).resolve().parents[1] / "benchharness" / "telemetry" / "probe.py"
+PROBE = Path(__file__).resolve().parents[1] / "benchharness" / "onhost" / "probe.py"
 FIRMWARE, OLD_FIRMWARE = "230.0.154.0/pkg 230.0.154.0", "227.1.111.0/pkg 227.1.111.0"
 ODD_FIRMWARE, ODD_MTU = "h05", "h12"
 

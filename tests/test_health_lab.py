@@ -1,5 +1,10 @@
-"""Fabric health on the loopback lab, against known truth: real packet loss (nftables dropping 1%
+"""Fabric health on the loopback lab, against known truth: real packet loss (nftables dropping 5%
 of one host's outgoing TCP packets; the kernel has no netem) and a real link flapped twice.
+
+5%, not 1%: on a loaded 2-core machine a clean lab link shows spurious retransmissions (ACKs
+starved past the 200 ms minimum RTO), up to about 9000 per million segments in one run; 5% loss
+gives the lossy host tens of thousands, far above the suite's limit of 20000, and the clean
+ones stay far below it.
 
 Real sshd in namespaces, real iperf3, the real `bench` command and sampler."""
 
@@ -42,19 +47,19 @@ def test_packet_loss_on_one_host_fails_its_retransmission_verdict(lab_maker, tmp
         subprocess.run([*nft, "add", "table", "inet", "bhloss"], check=True)
         subprocess.run([*nft, "add", "chain", "inet", "bhloss", "out",
                         "{ type filter hook output priority 0; }"], check=True)
-        # 1% of the TCP data packets h3 sends on its link (nft numgen: random per packet); ssh and
+        # 5% of the TCP data packets h3 sends on its link (nft numgen: random per packet); ssh and
         # pure ACKs left alone, segmentation offloads off so that a packet is one segment
         subprocess.run(["ip", "netns", "exec", ns, "ethtool", "-K", "eth0", "tso", "off", "gso", "off"], check=True)
         subprocess.run([*nft, "add", "rule", "inet", "bhloss", "out", "oifname", "eth0", "tcp", "sport", "!=", "22",
                         "tcp", "dport", "!=", "22", "meta", "length", "gt", "200",
-                        "numgen", "random", "mod", "100", "lt", "1", "drop"], check=True)
+                        "numgen", "random", "mod", "100", "lt", "5", "drop"], check=True)
         res = bench("run", f"suite={SUITE}", f"hosts={info.inventory}", f"out={out}",
                     f"prom={tmp_path / 'bench.prom'}")
     assert res.returncode == 1, res.stdout + res.stderr
     got = health(out, "health: retransmissions")
     assert {h: v["status"] for h, v in got.items()} == {"h1": "pass", "h2": "pass", "h3": "fail"}, got
     assert "h3 [rail0 eth0]" in got["h3"]["message"] and "RetransSegs +" in got["h3"]["message"]
-    assert got["h3"]["value"] > 1500
+    assert got["h3"]["value"] > 20000
     # the lab's veths expose no pause counters: said, not judged as zero
     pause = health(out, "health: pause share")
     assert all(v["status"] == "info" and "not exposed" in v["message"] for v in pause.values()), pause

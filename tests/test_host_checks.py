@@ -23,8 +23,9 @@ from benchharness.telemetry.host_checks import judge_sensor
 from benchharness.telemetry.parsers._counter_names import highlights
 from benchharness.telemetry.preflight import run_findings
 from benchharness.telemetry.rails import gpu_table, nic_gpu_relations, pci_relation, rails_from_facts
+from benchharness.telemetry.requirements import probe_tools_arg
 
-PROBE = Path(__file__).parents[1] / "benchharness" / "telemetry" / "probe.py"
+PROBE = Path(__file__).parents[1] / "benchharness" / "onhost" / "probe.py"
 KINDS = ("dgx", "mi300x")
 
 
@@ -36,7 +37,7 @@ def node(tmp: Path, kind: str, degrade: dict[int, str], numa: bool = True) -> tu
     built = sh.build(kind, tmp / kind, degrade)
     inv = tmp / f"{kind}.ini"
     inv.write_text("[gpu]\n" + _host_line("n1", "127.0.0.1", sh.inventory_vars(kind, built, numa)) + "\n")
-    out = subprocess.run([sys.executable, str(PROBE), "--root", str(built["tree"]), "--path-prefix",
+    out = subprocess.run([sys.executable, str(PROBE), "--tools", probe_tools_arg(), "--root", str(built["tree"]), "--path-prefix",
                           str(built["bin"])], capture_output=True, text=True, timeout=120, check=True)
     return load_inventory(inv).host("n1"), json.loads(out.stdout)
 

@@ -235,7 +235,7 @@ def test_parse_step_labels_and_failures() -> None:
 
 def test_pairs_commands() -> None:
     server, client = ADAPTER.commands(_step((H1, H2), streams=4, length="128K", bitrate="100M/64",
-                                            window="4M", connect_timeout=3000))
+                                            window="4M", connect_timeout=3000, parallel="threads"))
     assert server.argv == ("iperf3", "-s", "-p", "5201", "-1", "-B", "198.18.0.1", "--forceflush")
     assert (server.host, server.background, server.label) == (H1, True, "server-h1-5201")
     assert re.search(server.ready_pattern or "", "Server listening on 5201 (test #1)")
@@ -244,6 +244,73 @@ def test_pairs_commands() -> None:
                            "-w", "4194304", "--connect-timeout", "3000")
     assert (client.host, client.background, client.label) == (H2, False, "client-h2-5201")
     assert 5 + 10 <= client.timeout_s <= 5 + 120
+
+
+NEW1 = Host("n1", "10.0.0.1", data_ip="198.18.0.1", vars={"iperf3_version": "3.16"})
+NEW2 = Host("n2", "10.0.0.2", data_ip="198.18.0.2", vars={"iperf3_version": "3.17.1"})
+
+
+def test_streams_are_threads_only_where_both_ends_run_iperf3_3_16() -> None:
+    _, client = ADAPTER.commands(_step((NEW1, NEW2), streams=8))
+    assert client.argv[client.argv.index("-P") + 1] == "8"
+    assert ADAPTER.ports_per_flow({"streams": 8}, (NEW1, NEW2)) == 1
+    old = Host("o", "10.0.0.3", data_ip="198.18.0.3", vars={"iperf3_version": "3.12"})
+    for hosts in ((NEW1, old), (H1, H2)):  # one end before 3.16, or versions unknown: processes
+        assert ADAPTER.ports_per_flow({"streams": 8}, hosts) == 8
+    assert ADAPTER.ports_per_flow({"streams": 8, "parallel": "processes"}, (NEW1, NEW2)) == 8
+    assert ADAPTER.ports_per_flow({"streams": 1}, (H1, H2)) == 1
+
+
+def test_several_processes_one_stream_each_on_ports_of_their_own() -> None:
+    cmds = ADAPTER.commands(_step((H1, H2, H3), pattern="incast", port=6000, streams=3))
+    servers = [c for c in cmds if c.role == "server"]
+    clients = [c for c in cmds if c.role == "client"]
+    assert [(c.host.name, c.argv[c.argv.index("-p") + 1]) for c in servers] == [
+        ("h1", str(p)) for p in range(6000, 6006)]
+    assert [(c.host.name, c.argv[c.argv.index("-p") + 1], c.label) for c in clients] == [
+        ("h2", "6000", "client-h2-6000"), ("h2", "6001", "client-h2-6001"), ("h2", "6002", "client-h2-6002"),
+        ("h3", "6003", "client-h3-6003"), ("h3", "6004", "client-h3-6004"), ("h3", "6005", "client-h3-6005")]
+    assert all("-P" not in c.argv for c in clients)
+    assert {c.start_delay_s for c in clients} == {0.0}  # all at the step's one agreed instant
+    assert len({c.label for c in cmds}) == len(cmds)
+
+
+def test_servers_and_clients_run_on_the_nics_numa_node() -> None:
+    a = Host("a", "10.0.0.1", data_ip="198.18.0.1", vars={"numa_node": 1, "netdev": "eth2"})
+    b = Host("b", "10.0.0.2", data_ip="198.18.0.2", vars={"netdev": "eth3"})
+    server, client = ADAPTER.commands(_step((a, b)))
+    assert server.argv[:4] == ("numactl", "--cpunodebind=1", "--membind=1", "iperf3")
+    assert client.argv[:2] == ("sh", "-c") and "/sys/class/net/eth3/device/numa_node" in client.argv
+    assert client.argv[client.argv.index("/sys/class/net/eth3/device/numa_node") + 1] == "iperf3"
+    server, client = ADAPTER.commands(_step((a, b), numa=False))
+    assert server.argv[0] == client.argv[0] == "iperf3"
+
+
+def test_processes_are_summed_into_one_sample_and_kept_each() -> None:
+    step = _step((H1, H2), streams=2, protocol="udp")
+    cmds = ADAPTER.commands(step)
+    clients = [c for c in cmds if c.role == "client"]
+    doc = _raw("udp_small.json")
+    results = [_result(c, stdout=json.dumps(doc)) for c in cmds]
+    records = ADAPTER.parse_step(step, results)
+    one = [r for r in iperf3_parse.parse_document(doc) if r["kind"] == "summary"]
+    (summed,) = [r for r in records if r["kind"] == "summary"]
+    (single,) = one
+    assert summed["bw_avg_gbps"] == pytest.approx(2 * single["bw_avg_gbps"])
+    assert summed["packets"] == 2 * single["packets"] and summed["processes"] == 2
+    assert summed["loss_pct"] == pytest.approx(single["loss_pct"])  # recomputed, not added
+    assert summed["streams"] == 2 * single["streams"]
+    per = [r for r in records if r["kind"] == "process"]
+    assert [(r["process"], r["port"]) for r in per] == [(0, 5201), (1, 5202)]
+    assert all(r["bw_avg_gbps"] == single["bw_avg_gbps"] and r["client"] == "h2" for r in per)
+    intervals = [r for r in records if r["kind"] == "interval"]
+    assert len(intervals) == len([r for r in iperf3_parse.parse_document(doc) if r["kind"] == "interval"])
+    # one process failing fails the flow, naming that process
+    bad = [_result(cmds[0]), _result(cmds[1]), _result(clients[0], stdout=json.dumps(doc)),
+           _result(clients[1], stdout=(FIXTURES / "refused.json").read_text())]
+    with pytest.raises(ToolFailure) as info:
+        ADAPTER.parse_step(step, bad)
+    assert "client-h2-5202" in info.value.message
 
 
 def test_udp_and_flags() -> None:

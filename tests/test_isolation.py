@@ -22,6 +22,7 @@ from benchharness.planning.isolation import (
 )
 from benchharness.planning.plan import Plan, build_plan
 from benchharness.results.store import RunDir
+from benchharness.tools import get_tool
 
 HOSTS = [Host(f"h{i}", f"198.18.0.{i}") for i in range(1, 5)]
 KEYS = {"pair-bw": ["length"]}
@@ -147,6 +148,18 @@ def test_retest_plan_reuses_steps_and_keeps_pairs_with_a_common_host_apart() -> 
     # h4's two pairs cannot share a round; h2-h3 runs beside one of them
     assert len(retest.rounds) == 2
     assert {h.name for h in retest.hosts} == {"h1", "h2", "h3", "h4"}
+
+
+def test_retests_of_several_iperf3_processes_get_ports_of_their_own() -> None:
+    """streams: 4 on iperf3 before 3.16 is 4 processes per pair: retests side by side reserve 4 ports each."""
+    suite = load_suite("all-pairs", {"streams": "4"})
+    plan = build_plan(suite, HOSTS)
+    retest = retest_plan(plan, [("pair-bw", ("h1", "h2")), ("pair-bw", ("h3", "h4"))])
+    (steps,) = retest.rounds
+    assert [s.port for s in steps] == [5201, 5205]
+    ports = [c.argv[c.argv.index("-p") + 1] for s in steps for c in get_tool("iperf3").commands(s)
+             if c.role == "client"]
+    assert sorted(ports) == [str(p) for p in range(5201, 5209)]
 
 
 class FakeRunner:

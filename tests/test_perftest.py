@@ -283,7 +283,7 @@ def test_json_wrapper_appends_the_file_and_keeps_the_exit_code(tmp_path: Path) -
 
 
 def test_numa_wrapper_pins_when_sysfs_has_a_node_and_runs_unpinned_otherwise(tmp_path: Path) -> None:
-    from benchharness.tools.perftest import _NUMA_SCRIPT
+    from benchharness.tools.common import _NUMA_SCRIPT
     none = tmp_path / "none"
     none.write_text("-1\n")
     proc = subprocess.run(["sh", "-c", _NUMA_SCRIPT, "bench-numa", str(none), "echo", "ran"],

@@ -14,9 +14,10 @@ import pytest
 from benchharness.core.model import Host, Verdict
 from benchharness.telemetry.preflight import run_checks
 
-PROBE = Path(__file__).parents[1] / "benchharness" / "telemetry" / "probe.py"
+PROBE = Path(__file__).parents[1] / "benchharness" / "onhost" / "probe.py"
 FIXTURES = Path(__file__).parent / "fixtures" / "telemetry"
-VARS = {"netdev": "ens1f0np0", "rdma_dev": "mlx5_0", "numa_node": 0}
+# gid_index 3: the RoCE v2 GID of 198.18.0.2 in the healthy tree's table
+VARS = {"netdev": "ens1f0np0", "rdma_dev": "mlx5_0", "numa_node": 0, "gid_index": 3}
 
 
 def probe(tree: str) -> dict[str, Any]:
@@ -129,6 +130,25 @@ def test_gid_index_checked_against_the_hosts_gid_table(facts: dict[str, dict[str
     (verdict,) = only(run_checks(facts, [host]), "gid_index", "gpu-b")
     assert verdict.status == status and words in verdict.message, verdict.message
     assert "mlx5_0/1 (rail0)" in verdict.message
+
+
+def test_gid_index_follows_the_ports_link_layer(facts: dict[str, dict[str, Any]]) -> None:
+    """RoCE without a GID index fails (naming the right one); one set on InfiniBand is a warning;
+    an inventory link_layer the port contradicts fails."""
+    missing = Host("gpu-b", "10.0.0.2", data_ip="198.18.0.2", vars={**VARS, "gid_index": None})
+    (verdict,) = only(run_checks(facts, [missing]), "gid_index", "gpu-b")
+    assert verdict.status == "fail" and "RoCE port without gid_index" in verdict.message
+    assert "use gid_index=3" in verdict.message and verdict.limit == 3.0
+    ib = json.loads(json.dumps(facts["gpu-b"]))
+    for dev in ib["rdma"]["devices"]:
+        for port in dev["ports"]:
+            port["link_layer"] = "InfiniBand"
+    (verdict,) = only(run_checks({"gpu-b": ib}, [Host("gpu-b", "10.0.0.2", vars=VARS)]), "gid_index", "gpu-b")
+    assert verdict.status == "warn" and "gid_index=3 is set on an InfiniBand port" in verdict.message
+    assert not only(run_checks({"gpu-b": ib}, [missing]), "gid_index", "gpu-b")  # IB, none set: right
+    wrong = Host("gpu-b", "10.0.0.2", data_ip="198.18.0.2", vars={**VARS, "link_layer": "InfiniBand"})
+    (verdict,) = only(run_checks(facts, [wrong]), "link_layer", "gpu-b")
+    assert verdict.status == "fail" and "the port is Ethernet" in verdict.message
 
 
 def test_rail_mtus_must_agree_across_rails_and_hosts(facts: dict[str, dict[str, Any]]) -> None:

@@ -18,7 +18,9 @@ from typing import Any
 
 import pytest
 
-PROBE = Path(__file__).parents[1] / "benchharness" / "telemetry" / "probe.py"
+from benchharness.telemetry.requirements import probe_tools, probe_tools_arg
+
+PROBE = Path(__file__).parents[1] / "benchharness" / "onhost" / "probe.py"
 TREES = Path(__file__).parent / "fixtures" / "telemetry" / "trees"
 
 
@@ -102,7 +104,8 @@ def test_missing_sources_are_recorded_not_crashes(tmp_path: Path) -> None:
 
 def test_probe_runs_for_real_on_this_machine() -> None:
     started = time.monotonic()
-    out = subprocess.run([sys.executable, str(PROBE)], capture_output=True, text=True, timeout=60)
+    out = subprocess.run([sys.executable, str(PROBE), "--tools", probe_tools_arg()], capture_output=True,
+                         text=True, timeout=60)
     elapsed = time.monotonic() - started
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
@@ -119,6 +122,21 @@ def test_probe_runs_for_real_on_this_machine() -> None:
         assert iperf3["available"] is True and re.fullmatch(r"3\.\d+(\.\d+)?", iperf3["version"])
     else:
         assert iperf3 == {"available": False, "reason": "iperf3 not found in PATH"}
+    # every version command comes from the adapters' facts, read with the tool's own pattern
+    assert set(probe_tools()) <= set(doc["tools"])
+    for name, program in (("perftest", "ib_write_bw"), ("ucx", "ucx_info"), ("mpirun", "mpirun")):
+        if shutil.which(program):  # Debian 12: "Version: 6.06", "# Version 1.13.1", "mpirun (Open MPI) 4.1.4"
+            assert re.fullmatch(r"\d+(\.\d+)+", doc["tools"][name]["version"]), doc["tools"][name]
+
+
+def test_the_probe_asks_only_the_version_commands_it_is_given() -> None:
+    out = subprocess.run([sys.executable, str(PROBE), "--root", str(TREES / "healthy"), "--tools",
+                          '{"fake": {"argv": ["sh", "-c", "echo fake tool 9.8.7"], "pattern": "tool (\\\\S+)"}}'],
+                         capture_output=True, text=True, timeout=60)
+    tools = json.loads(out.stdout)["tools"]
+    assert tools["fake"]["version"] == "9.8.7" and "iperf3" not in tools
+    bad = subprocess.run([sys.executable, str(PROBE), "--tools", "[1"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "--tools: not JSON" in bad.stderr
 
 
 def test_summary_rows_name_the_downgraded_link_and_numa_node(degraded: dict[str, Any]) -> None:
@@ -198,5 +216,5 @@ def test_doctor_line_names_the_rdma_port_and_its_ipv4_gid() -> None:
 
     facts = json.loads((Path(__file__).parent / "fixtures" / "captured" / "soft-roce-vm" / "probe-facts-h1.json").read_text())
     line = fact_line("h1", facts)
-    assert "RDMA: rxe0/1 ACTIVE Ethernet, RoCE v2 GID 1 198.18.0.254; tools: perftest 6.06" in line
+    assert "RDMA: rxe0/1 ACTIVE Ethernet, RoCE v2 GID 1 198.18.0.254; tools: iperf3 3.12, perftest 6.06" in line
     assert "RDMA:" not in fact_line("h1", {**facts, "rdma": {"available": False, "reason": "no RDMA"}})

@@ -219,11 +219,27 @@ def _expected_skip(tool: str, home: str, src_var: str) -> str:
 
 
 def _missing_packages() -> list[str]:
-    defaults = yaml.safe_load((ROLES / "bench_tools" / "defaults" / "main.yml").read_text())
+    packages = provision.playbook_vars()["bench_tools_packages"]
     proc = subprocess.run(["dpkg-query", "--show", "--showformat=${Package} ${db:Status-Status}\\n", "--",
-                           *defaults["bench_tools_packages"]], capture_output=True, text=True)
+                           *packages], capture_output=True, text=True)
     installed = {line.split()[0] for line in proc.stdout.splitlines() if line.endswith(" installed")}
-    return sorted(set(defaults["bench_tools_packages"]) - installed)
+    return sorted(set(packages) - installed)
+
+
+def test_the_packages_come_from_the_tools_facts() -> None:
+    """One home for each tool's packages: its adapter; the role keeps no list of its own."""
+    from benchharness.tools.iperf3 import IPERF3
+    from benchharness.tools.perftest import PERFTEST
+    from benchharness.tools.ucx_perftest import UCX
+
+    packages = provision.playbook_vars()["bench_tools_packages"]
+    for facts in (IPERF3, PERFTEST, UCX):
+        assert set(facts.apt) <= set(packages)
+    assert {"numactl", "openmpi-bin", "ethtool", "python3-pyverbs"} <= set(packages)
+    assert len(packages) == len(set(packages))
+    defaults = yaml.safe_load((ROLES / "bench_tools" / "defaults" / "main.yml").read_text())
+    assert defaults["bench_tools_packages"] == []
+    assert provision.playbook_vars({"bench_tools_packages": ["x"]})["bench_tools_packages"] == ["x"]
 
 
 @pytest.mark.lab

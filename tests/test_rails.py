@@ -154,6 +154,9 @@ def test_rail_views_carry_the_nics_address_and_vars(tmp_path: Path) -> None:
     server, _client = r1.hosts
     assert (server.traffic_ip, server.var("netdev"), server.rail) == ("198.18.2.1", "eth2", "rail1")
     argv = [c.argv for c in registry()["iperf3"].commands(r1)]
+    # each end runs on its rail's NUMA node: sysfs of the rail's netdev says which
+    assert argv[0][:5] == ("sh", "-c", argv[0][2], "bench-numa", "/sys/class/net/eth2/device/numa_node")
+    argv = [a[a.index("iperf3"):] for a in argv]
     assert argv[0][:7] == ("iperf3", "-s", "-p", str(r1.port), "-1", "-B", "198.18.2.1")
     assert argv[1][:3] == ("iperf3", "-c", "198.18.2.1") and "198.18.2.2" in argv[1]
     assert r0.labels["server_rail"] == "rail0" and r0.port != r1.port

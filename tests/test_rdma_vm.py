@@ -317,3 +317,15 @@ def test_progress_names_the_running_step_and_the_durations() -> None:
     assert "lab up 8 s" in text and "RUNNING rdma-bw (for 292 s when stopped)" in text
     ended = [*progress, {"event": "end", "name": "rdma-bw", "rc": 0, "wall_s": 30.0, "t": 138.5}]
     assert vmharness.running_step(ended) is None
+
+
+def test_a_running_step_keeps_the_vm_for_its_announced_limit() -> None:
+    """The host gives a guest command the limit the guest announced (load grown since the boot),
+    counted from when the host first saw it start; nothing running gives no extension."""
+    seen: dict[str, float] = {}
+    running = [{"event": "start", "name": "acceptance-rxe", "limit_s": 900, "t": 5.0}]
+    first = vmharness._running_deadline(running, seen, now=1000.0)
+    assert first == 1000.0 + 900 + vmharness.RUNNING_GRACE_S
+    assert vmharness._running_deadline(running, seen, now=1500.0) == first  # counted from its start
+    done = [*running, {"event": "end", "name": "acceptance-rxe", "rc": 0, "wall_s": 300.0, "t": 305.0}]
+    assert vmharness._running_deadline(done, seen, now=1600.0) == 0.0

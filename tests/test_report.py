@@ -144,3 +144,39 @@ def test_size_derived_labels_do_not_split_chart_series() -> None:
     series, _ = _series(pd.DataFrame(rows), "busbw_GBps", ["count", "placement", "size_bytes"], "size_bytes")
     assert sorted(s.name for s in series) == ["in-place", "out-of-place"]
     assert all(len(s.points) == 3 for s in series)
+
+
+def test_rails_per_host_table_from_the_preflight_findings(tmp_path: Path) -> None:
+    """One row per rail: the probe's facts of its NIC and the preflight findings about it, escaped."""
+    import json
+    import subprocess
+    import sys
+
+    from benchharness.core.model import Host, Rail
+    from benchharness.results.runview import rail_rows
+    from benchharness.telemetry.preflight import run_findings
+
+    probe = Path(__file__).parents[1] / "benchharness" / "onhost" / "probe.py"
+    tree = Path(__file__).parent / "fixtures" / "telemetry" / "trees" / "degraded"
+    facts = json.loads(subprocess.run([sys.executable, str(probe), "--root", str(tree), "--no-commands"],
+                                      capture_output=True, text=True, check=True, timeout=60).stdout)
+    rails = [{"name": "rail0", "netdev": "ens1f0np0", "rdma_dev": "mlx5_0", "numa_node": 0, "serial": HOSTILE},
+             {"name": "rail1", "netdev": "eno1", "numa_node": 0}]
+    host = Host("gpu-a", "10.0.0.1", rails=(Rail(0, netdev="ens1f0np0", rdma_dev="mlx5_0", numa_node=0,
+                                                 serial=HOSTILE), Rail(1, netdev="eno1", numa_node=0)))
+    run = RunDir.create(tmp_path / "rails")
+    run.write_run_info({"run_id": "rails", "suite": {"name": "s"}, "state": "complete", "exit_code": 0,
+                        "hosts": ["gpu-a"], "inventory": {"hosts": {"gpu-a": {"rails": rails}}}})
+    run.write_json("telemetry/facts/gpu-a.json", facts)
+    run.write_json("telemetry/preflight.json", run_findings({"gpu-a": facts}, [host], required_tools=[]))
+    rows = rail_rows(run)["gpu-a"]
+    assert [r["rail"] for r in rows] == ["rail0", "rail1"]
+    r0, r1 = rows
+    # the x8 link of an x16 card and the NIC on node 1 for a rail said to be on node 0; no GID index on RoCE
+    assert (r0["RDMA dev"], r0["netdev"], r0["NUMA"], r0["MTU"]) == ("mlx5_0", "ens1f0np0", "1", "9000")
+    assert "x8" in r0["PCIe"] and r0["link"].startswith("ACTIVE Ethernet")
+    assert r0["status"] == "fail" and {"pcie_link", "numa_affinity", "gid_index"} <= set(r0["findings"].split(", "))
+    assert r1["RDMA dev"] == "" and r1["MTU"] == "1500" and r1["status"] in ("pass", "info", "warn", "fail")
+    html = render_run_report(run).read_text(encoding="utf-8")
+    assert "Rails per host" in html and "<h4>gpu-a</h4>" in html
+    assert "&lt;script&gt;alert(" in html and "<script>alert" not in html

@@ -7,12 +7,15 @@ laid out with non-zero size and contain drawn series, and that the sortable tabl
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from torch_runs import captured, captured_run
 
 from benchharness.report.compare import render_comparison
 from benchharness.report.html import render_run_report
@@ -117,3 +120,66 @@ def test_comparison_opens_with_the_verdict_sentences(driver: Any, reports: dict[
     assert faster and all("95% CI" in t and "n = " in t for t in faster), [s["text"] for s in shown]
     assert any("rdma-bw" in t for t in faster)
     assert _severe(driver) == []
+
+
+@pytest.fixture(scope="module")
+def torch_compare(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``bench compare`` of two stored lab runs of the torch all-reduce sweep (captured outputs:
+    unshaped, and h2 shaped to 200 Mbit/s), as the CLI renders it."""
+    tmp = tmp_path_factory.mktemp("torch-compare")
+    captured_run(tmp / "fast", "fast", [captured("all_reduce_3hosts_gloo.txt")])
+    captured_run(tmp / "slow", "slow", [captured("all_reduce_200mbit_gloo.txt")])
+    out = tmp / "compare.html"
+    res = subprocess.run([sys.executable, "-m", "benchharness", "compare", str(tmp / "fast"), str(tmp / "slow"),
+                          f"out={out}"], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+    return out
+
+
+def test_torch_comparison_shows_the_projection_sentence_and_step_time_chart(driver: Any, torch_compare: Path) -> None:
+    """A comparison of two lab runs with all-reduce curves: the projection sentence is the first
+    thing on screen, and the step-time chart is laid out with one drawn line per run."""
+    driver.get(torch_compare.as_uri())
+    assert _severe(driver) == []
+    first = driver.execute_script("""
+        var li = document.querySelector('#review ul.verdicts li');
+        var r = li.getBoundingClientRect();
+        return {text: li.innerText, cls: li.className, top: r.top, visible: r.width > 0 && r.height > 0,
+                viewport: window.innerHeight};""")
+    assert first["cls"] == "verdict-projection" and first["visible"], first
+    assert 0 <= first["top"] < first["viewport"], first  # on the first screen, without scrolling
+    text = first["text"]
+    assert text.startswith("With slow, a 70B-parameter run on 1,024 GPUs takes ") and " days longer" in text, text
+    assert "no interval: one repetition per run" in text, text
+    notes = driver.execute_script("""return Array.from(document.querySelectorAll('#projection p.projection-note'))
+        .map(function (p) { return p.innerText; });""")
+    assert notes == ["pipeline send/recv: projected from the all-reduce curve (no sendrecv curve in fast, slow; "
+                     "run suite torch to measure it)"], notes
+    chart = driver.execute_script("""
+        var fig = document.querySelector('#projection figure.projection-chart');
+        var svg = fig.querySelector('svg.chart');
+        svg.scrollIntoView({block: 'center'});
+        var r = svg.getBoundingClientRect();
+        var hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+        var series = Array.from(svg.querySelectorAll('g.series')).map(function (g) {
+          var p = g.querySelector('path.series-line'), b = p.getBBox();
+          return {name: g.getAttribute('data-name'), w: b.width, h: b.height,
+                  points: g.querySelectorAll('circle').length,
+                  shown: getComputedStyle(p).visibility === 'visible' && getComputedStyle(p).display !== 'none'};
+        });
+        var ticks = Array.from(svg.querySelectorAll('text.tick')).map(function (t) { return t.textContent; });
+        return {w: r.width, h: r.height, title: svg.querySelector('title').textContent, series: series,
+                ticks: ticks, top: r.top, onTop: !!hit && svg.contains(hit)};""")
+    # laid out, and nothing covers it: the element at its centre is part of the chart
+    assert chart["w"] > 300 and chart["h"] > 200 and chart["onTop"], chart
+    assert chart["title"] == "Step time vs model size (llama-70b-1024)"
+    assert [s["name"] for s in chart["series"]] == ["fast", "slow"], chart
+    assert all(s["shown"] and s["w"] > 100 and s["points"] == 7 for s in chart["series"]), chart
+    # model sizes read as model sizes on the x axis: 1B, 10B, 100B (not powers of two)
+    assert {"1B", "10B", "100B"} <= set(chart["ticks"]), chart["ticks"]
+    # the slower run's line lies above the faster's at every model size (SVG y grows downwards)
+    ys = driver.execute_script("""
+        return Array.from(document.querySelectorAll('#projection g.series')).map(function (g) {
+          return Array.from(g.querySelectorAll('circle')).map(function (c) { return +c.getAttribute('cy'); });
+        });""")
+    assert all(slow < fast for fast, slow in zip(ys[0], ys[1], strict=True)), ys

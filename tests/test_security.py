@@ -81,8 +81,12 @@ def test_plan_quotes_hostile_inventory_and_suite_values(tmp_path: Path) -> None:
     commands = [re.split(r"  port=\d+  ", line, maxsplit=1)[1]
                 for line in res.stdout.splitlines() if re.search(r"  (server bg|client fg)  port=", line)]
     assert len(commands) == 4
-    clients = [shlex.split(c) for c in commands if " -c " in c]
+    argvs = [shlex.split(c) for c in commands]
+    clients = [a for a in argvs if "-c" in a[a.index("iperf3"):]]  # sh -c of the NUMA wrapper aside
     assert len(clients) == 2
+    # the hostile netdev reaches the NUMA wrapper as one quoted argument (its sysfs path), not as script
+    assert all(a[:2] == ["sh", "-c"] and a[3] == "bench-numa" and a[4].startswith("/sys/class/net/eth0")
+               for a in argvs)
     for argv in clients:  # each hostile value is one argument of iperf3, exactly as written
         assert argv[-len(values):] == values
     assert all(name in res.stdout for name in names)

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -192,7 +196,7 @@ def test_unknown_override_lists_known_keys(fake_tools: dict) -> None:
         load_suite(FIXTURES / "good" / "sweep.yaml", {"x": "1"})
     assert str(info.value) == (
         "unknown parameter 'x' for suite sweep; known: base_port, bidir, counters_interval, duration, isolate, "
-        "isolation_bw_share, isolation_lat_factor, label, length, "
+        "isolation_bw_share, isolation_lat_factor, label, length, max_connections, "
         "op, preflight, protocol, rails, repeat, size, sizes, streams, telemetry, telemetry_interval, timeout")
 
 
@@ -220,6 +224,48 @@ def test_suite_dirs_are_the_repo_then_bench_suite_path(monkeypatch: pytest.Monke
                                                        tmp_path: Path) -> None:
     monkeypatch.setenv("BENCH_SUITE_PATH", f"{tmp_path / 'a'}:{tmp_path / 'b'}")
     assert suite_dirs() == [REPO_SUITES, tmp_path / "a", tmp_path / "b"]
+
+
+def test_an_installed_wheel_carries_the_suites(tmp_path: Path) -> None:
+    """A non-editable install finds the suites: the wheel carries suites/ as benchharness/_suites
+    (setup.py), and ``bench suites`` / ``bench plan`` work from a directory outside the checkout."""
+    repo = REPO_SUITES.parent
+    wheels, venv, elsewhere = tmp_path / "whl", tmp_path / "venv", tmp_path / "elsewhere"
+    build = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(repo), "-w", str(wheels)],
+                           capture_output=True, text=True, timeout=600)
+    assert build.returncode == 0, build.stderr[-2000:]
+    (wheel,) = wheels.glob("benchharness-*.whl")
+    with zipfile.ZipFile(wheel) as z:
+        packed = {Path(n).name for n in z.namelist() if n.startswith("benchharness/_suites/")}
+    assert packed == {p.name for p in REPO_SUITES.glob("*.yaml")}
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    python = venv / "bin" / "python"
+    install = subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
+                             capture_output=True, text=True, timeout=300)
+    assert install.returncode == 0, install.stderr[-2000:]
+    site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                               capture_output=True, text=True, check=True).stdout.strip())
+    # its dependencies from this environment (a path only: the editable install's finder there is
+    # a .pth file of its own and is not run, so benchharness comes from the wheel)
+    deps = next(Path(p) for p in sys.path if p.endswith("site-packages") and Path(p).is_dir())
+    (site / "zz-deps.pth").write_text(f"{deps}\n")
+    elsewhere.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "BENCH_SUITE_PATH")}
+
+    def bench(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(python), "-m", "benchharness", *args], cwd=elsewhere, env=env,
+                              capture_output=True, text=True, timeout=120)
+
+    where = subprocess.run([str(python), "-c", "import benchharness; print(benchharness.__file__)"],
+                           cwd=elsewhere, env=env, capture_output=True, text=True, timeout=60)
+    assert where.stdout.startswith(str(site)), where.stdout + where.stderr
+    listed = bench("suites")
+    assert listed.returncode == 0, listed.stderr
+    assert {line.split()[0] for line in listed.stdout.splitlines() if line.strip()} == {
+        p.stem for p in REPO_SUITES.glob("*.yaml")}
+    plan = bench("plan", "suite=rdma-bw")
+    assert plan.returncode == 0, plan.stderr
+    assert plan.stdout.startswith(f"suite rdma-bw ({site / 'benchharness' / '_suites' / 'rdma-bw.yaml'})")
 
 
 def test_find_suite_by_name_path_and_extra_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -297,7 +343,7 @@ def test_a_setting_or_override_no_tool_uses_is_an_error(fake_tools: dict, tmp_pa
     path.write_text("tests:\n  - {name: c, tool: fakecoll}\n")
     with pytest.raises(UsageError, match="unknown parameter 'streams' for suite coll; known: base_port, "
                                          "counters_interval, duration, isolate, isolation_bw_share, isolation_lat_factor, "
-                                         "op, preflight, rails, repeat, sizes, telemetry, telemetry_interval, timeout"):
+                                         "max_connections, op, preflight, rails, repeat, sizes, telemetry, telemetry_interval, timeout"):
         load_suite(path, {"streams": "2"})
     path.write_text("settings:\n  streams: 2\ntests:\n  - {name: c, tool: fakecoll}\n")
     with pytest.raises(ConfigError, match=r"coll\.yaml:2: settings: unknown key 'streams'"):
@@ -308,3 +354,17 @@ def test_a_list_setting_is_swept_in_every_test_that_takes_it(fake_tools: dict, t
     path = tmp_path / "s.yaml"
     path.write_text("settings: {duration: [1, 3]}\ntests:\n  - {name: c, tool: fakecoll}\n")
     assert [c["duration"] for c in expand_cases(load_suite(path).tests[0])] == [1, 3]
+
+
+def test_requires_is_a_name_or_a_list_and_acceptance_needs_torch_only_for_its_torch_test(
+        fake_tools: dict, tmp_path: Path) -> None:
+    path = tmp_path / "req.yaml"
+    path.write_text("tests:\n  - name: a\n    tool: fakeperf\n    requires: torch\n"
+                    "  - name: b\n    tool: fakeperf\n    requires: [torch, torch]\n  - name: c\n    tool: fakeperf\n")
+    assert [t.requires for t in load_suite(path).tests] == [("torch",), ("torch",), ()]
+
+
+def test_shipped_acceptance_runs_torch_where_the_hosts_have_it() -> None:
+    tests = {t.name: t for t in load_suite("acceptance").tests}
+    assert tests["torch-allreduce"].tool == "torch" and tests["torch-allreduce"].requires == ("torch",)
+    assert [n for n, t in tests.items() if t.requires] == ["torch-allreduce"]

@@ -2,16 +2,28 @@
 
 from __future__ import annotations
 
+import dataclasses
+import math
+import os
+import re
 import shlex
+import socket
 import subprocess
+import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
+from statistics import NormalDist
 
 import pytest
+from torch_runs import captured, captured_run
 
 from benchharness.analysis import projection as pj
+from benchharness.analysis.comparison import compare
+from benchharness.config.inventory import load_inventory
 from benchharness.config.workloads import list_workloads, load_workload, workload_from
 from benchharness.core.errors import ConfigError
 from benchharness.core.model import CommandResult, Host, Step
+from benchharness.results.store import RunDir
 from benchharness.tools import get_tool
 from benchharness.transport.base import wrap_command
 
@@ -115,6 +127,13 @@ def test_failures_are_named() -> None:
         tool.parse_step(s, crashed)
 
 
+def free_port() -> int:
+    """A TCP port nobody listens on now (two runs of this test at once must not share a rendezvous)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 @pytest.mark.skipif(not has_torch(), reason="Debian's python3-torch is not installed (setup.sh installs it)")
 def test_real_torchrun_on_this_machine(tmp_path: Path) -> None:
     """torchrun with 2 gloo ranks on localhost, via the adapter's own command line and parser."""
@@ -124,12 +143,15 @@ def test_real_torchrun_on_this_machine(tmp_path: Path) -> None:
                                   "busbw_GBps"),
                                  ("torch-train", {"proxy": "ddp", "model_params": "100K", "width": 128,
                                                   "iters": 2, "procs_per_host": 2}, "exposed_ms")):
-        s = Step("0000-local", "t", tool, params, local, pattern="group", port=29650)
+        s = Step("0000-local", "t", tool, params, local, pattern="group", port=free_port())
         (cmd,) = get_tool(tool).commands(s)
         for src, dst in cmd.uploads:  # what the runner's upload does, into a private folder
             Path(tmp_path / Path(dst).name).write_bytes(Path(src).read_bytes())
         argv = [str(tmp_path / Path(a).name) if a.startswith("/tmp/benchharness/") else a for a in cmd.argv]
+        if Path("/sys/devices/system/node/node0/cpulist").exists():  # both ranks bind to node 0's CPUs
+            argv += ["--numa-nodes", "0,0"]
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, env={**cmd.env, "PATH": "/usr/bin:/bin"})
+        assert "not bound" not in proc.stderr, proc.stderr[-2000:]
         res = CommandResult(cmd, proc.returncode, proc.stdout, proc.stderr, 0.0, 1.0)
         recs = [r for r in get_tool(tool).parse_step(s, [res]) if r["kind"] == "summary"]
         assert recs and all(r[marker] is not None for r in recs), proc.stderr[-2000:]
@@ -190,3 +212,262 @@ def test_ddp_prediction_matches_the_captured_proxy() -> None:
     _, exposed = pj.ddp_exposed_ms(curve, ddp["grad_bytes"], ddp["bucket_cap_bytes"], ddp["ranks"],
                                    ddp["compute_ms"] * 2 / 3, overlap=1.0)
     assert exposed == pytest.approx(ddp["exposed_ms"], rel=0.2)
+
+
+# ---------------------------------------------------------------- the projection's interval
+
+def _sentence_and_row(runs: list[RunDir]) -> tuple[str, dict]:
+    comp = compare(runs)
+    (statement,) = [s for s in comp.statements if s["decision"] == "projection"]
+    return statement["text"], comp.projection["rows"][1]
+
+
+def test_one_repetition_says_there_is_no_interval_and_three_give_one(tmp_path: Path) -> None:
+    """Captured lab runs (h2 at 200 vs 100 Mbit/s, three repetitions each): with one repetition
+    per run the sentence says why it has no interval; with three it has one around the estimate."""
+    fast = [captured(f"all_reduce_200mbit_r{r}.txt") for r in range(3)]
+    slow = [captured(f"all_reduce_100mbit_r{r}.txt") for r in range(3)]
+    text, row = _sentence_and_row([captured_run(tmp_path / "f1", "fast", fast[:1]),
+                                   captured_run(tmp_path / "s1", "slow", slow[:1])])
+    assert "days longer (no interval: one repetition per run) than with fast" in text, text
+    assert "delta_days_low" not in row
+    text, _ = _sentence_and_row([captured_run(tmp_path / "f3a", "fast", fast),
+                                 captured_run(tmp_path / "s1b", "slow", slow[:1])])
+    assert "(no interval: one repetition in slow)" in text, text
+
+    text, row = _sentence_and_row([captured_run(tmp_path / "f3", "fast", fast),
+                                   captured_run(tmp_path / "s3", "slow", slow)])
+    m = re.search(r"takes ([\d,.]+) days longer \(95% CI ([\d,.]+) to ([\d,.]+)\) than with fast", text)
+    assert m, text
+    point, low, high = (float(g.replace(",", "")) for g in m.groups())
+    assert low < point < high and row["delta_days_low"] < row["delta_days"] < row["delta_days_high"]
+    # half the link rate: the slow run takes longer, and the interval excludes no change
+    assert low > 0
+
+
+def _synthetic_run(path: Path, name: str, busbw: dict[float, float], reps: int, spread: float,
+                   others: dict[str, dict[float, float]] | None = None) -> RunDir:
+    """``reps`` repetitions whose log busbw at each size sits at the normal quantiles of a known
+    spread around ``busbw`` (the same sample spread whatever ``reps``: only n changes); ``others``:
+    curves of other collectives (alltoall, sendrecv), as suite torch measures them."""
+    run = RunDir.create(path)
+    run.write_run_info({"run_id": name, "suite": {"name": "training"}, "hosts": ["h1", "h2"], "state": "complete"})
+    z = [NormalDist().inv_cdf((k + 0.5) / reps) for k in range(reps)]
+    for op, curve in {"all_reduce": busbw, **(others or {})}.items():
+        run.append_samples({"test": f"torch-{op}", "tool": "torch", "step": f"{op}-{rep:04d}", "rep": rep,
+                            "pattern": "group", "kind": "summary", "collective": op, "nranks": 16,
+                            "size_bytes": size, "busbw_GBps": bw * math.exp(spread * z[rep])}
+                           for rep in range(reps) for size, bw in curve.items())
+    return run
+
+
+@pytest.mark.parametrize("workload", ["llama-70b-1024", "moe-8x7b-256"])
+def test_the_interval_holds_the_estimate_and_shrinks_with_repetitions(tmp_path: Path, workload: str) -> None:
+    """Synthetic curves with known spread (3% per repetition) and a true ratio of 0.8: the
+    interval of the projected difference contains the point estimate, and is narrower with 12
+    repetitions per run than with 3."""
+    w = load_workload(workload)
+    base = {float(1 << k): 40.0 * (1 - 0.5 ** (k - 9)) for k in range(10, 31, 2)}
+    widths = []
+    for reps in (3, 12):
+        a = _synthetic_run(tmp_path / f"a{reps}", "A", base, reps, 0.03)
+        b = _synthetic_run(tmp_path / f"b{reps}", "B", {s: v * 0.8 for s, v in base.items()}, reps, 0.03)
+        comp = compare([a, b], workload=w)
+        row = comp.projection["rows"][1]
+        assert row["delta_days_low"] <= row["delta_days"] <= row["delta_days_high"], row
+        assert row["delta_days"] > 0
+        widths.append(row["delta_days_high"] - row["delta_days_low"])
+        assert "95% CI" in comp.statements[0]["text"]
+    assert widths[1] < widths[0] * 0.6, widths
+
+
+# ---------------------------------------------------------------- requires: torch
+
+OPTIONAL = """description: an optional torch step
+settings: {repeat: 1, telemetry: "off"}
+tests:
+  - name: torch-allreduce
+    tool: torch
+    pattern: group
+REQUIRES    params: {op: all_reduce, minbytes: 4K, maxbytes: 16K, iters: 1, warmup: 0}
+    checks:
+      - {metric: busbw_GBps, min: 90% baseline}
+"""
+
+
+@pytest.mark.parametrize("requires", [True, False])
+def test_a_host_without_torch_skips_a_test_that_requires_it(tmp_path: Path, requires: bool) -> None:
+    """A real interpreter without torch (python3 -S: no site-packages) on localhost: with
+    ``requires: torch`` the step is skipped and JUnit says so, exit 0; without it, a failed step."""
+    python = tmp_path / "python-without-torch"
+    python.write_text('#!/bin/sh\nexec /usr/bin/python3 -S "$@"\n')
+    python.chmod(0o755)
+    inventory = tmp_path / "hosts.ini"
+    inventory.write_text(f"localhost ansible_connection=local torch_python={python} netdev=lo\n")
+    suite = tmp_path / "optional.yaml"
+    suite.write_text(OPTIONAL.replace("REQUIRES", "    requires: torch\n" if requires else ""))
+    out, junit = tmp_path / "run", tmp_path / "junit.xml"
+    res = subprocess.run([sys.executable, "-m", "benchharness", "run", f"suite={suite}", f"hosts={inventory}",
+                          f"out={out}", f"junit={junit}"], capture_output=True, text=True, timeout=300)
+    (step,) = RunDir(out).steps()
+    root = ET.parse(junit).getroot()
+    if requires:
+        assert res.returncode == 0, res.stdout + res.stderr
+        assert (step["status"], step["kind"], step["host"]) == ("skipped", "requirement", "localhost")
+        assert step["message"] == "skipped: torch not found on localhost"
+        assert (root.get("failures"), root.get("errors")) == ("0", "0")
+        skipped = {c.get("name"): c.find("skipped").get("message") for c in root.iter("testcase")
+                   if c.find("skipped") is not None}
+        assert skipped[f"torch-allreduce: step {step['step']}"] == "skipped: torch not found on localhost"
+        assert skipped["torch-allreduce: busbw_GBps >= 90% baseline"] == "skipped: torch not found on localhost"
+    else:
+        assert res.returncode == 3, res.stdout + res.stderr
+        assert (step["status"], step["kind"]) == ("failed", "tool_missing") and "has no torch" in step["message"]
+        assert root.get("errors") == "1" and root.get("failures") != "0"  # the step; its check has no samples
+
+
+# ---------------------------------------------------------------- all-to-all and send/recv terms
+
+SIZES = [float(1 << k) for k in range(16, 31, 2)]
+
+
+def _entry(busbw: float, n: int = 8) -> dict:
+    curve = pj.Curve(tuple(SIZES), tuple(busbw for _ in SIZES), n)
+    ones = [1.0] * len(SIZES)
+    return {"curve": curve, "test": "t", "sizes": SIZES, "ratio": ones, "ratio_low": ones, "ratio_high": ones,
+            "n": [1] * len(SIZES)}
+
+
+def test_expert_all_to_all_uses_the_measured_all_to_all_curve() -> None:
+    """moe-8x7b-256: tokens of 8192 x 4096 x bf16 = 64 MiB per rank, 4 all-to-alls per MoE layer;
+    at busbw B the time of one is S (E-1)/E / B (nccl-tests' all-to-all busbw factor)."""
+    w = load_workload("moe-8x7b-256")
+    tokens = 8192 * 4096 * 2
+    a2a_curve = pj.Curve(tuple(SIZES), tuple(5.0 for _ in SIZES), 8)
+    on_allreduce = pj.project(w, _entry(40.0)["curve"])
+    measured = pj.project(w, _entry(40.0)["curve"], alltoall=a2a_curve)
+    assert measured.a2a_ms == pytest.approx(4 * 32 * tokens * 7 / 8 / 5e9 * 1e3)
+    assert measured.a2a_ms == pytest.approx(8 * on_allreduce.a2a_ms)  # 5 GB/s instead of 40
+    assert measured.exposed_ms == on_allreduce.exposed_ms  # the gradient all-reduce is unchanged
+    assert measured.p2p_ms == 0.0  # no pipeline in this workload
+
+    both = {lab: {**_entry(40.0), "terms": {"alltoall": _entry(bw)}} for lab, bw in (("A", 10.0), ("B", 5.0))}
+    used, notes = pj.term_curves(w, both, ["A", "B"])
+    assert used == ["alltoall"] and notes == ["expert all-to-all: projected from each run's alltoall curve"]
+    rows = pj.compare_projection(w, both, ["A", "B"], used)
+    assert rows[1]["a2a_ms"] == pytest.approx(2 * rows[0]["a2a_ms"]) and rows[1]["delta_days"] > 0
+    assert rows[1]["exposed_ms"] == rows[0]["exposed_ms"]
+
+
+def test_a_run_without_the_curve_falls_back_to_all_reduce_for_every_run_and_says_so() -> None:
+    w = load_workload("moe-8x7b-256")
+    curves = {"A": {**_entry(40.0), "terms": {"alltoall": _entry(10.0)}}, "B": _entry(20.0)}
+    used, notes = pj.term_curves(w, curves, ["A", "B"])
+    assert used == []
+    assert notes == ["expert all-to-all: projected from the all-reduce curve (no alltoall curve in B; "
+                     "run suite torch to measure it)"]
+    rows = pj.compare_projection(w, curves, ["A", "B"], used)
+    # the same collective for both runs: the all-reduce's busbw, half in B
+    assert rows[1]["a2a_ms"] == pytest.approx(2 * rows[0]["a2a_ms"])
+
+
+def test_pipeline_send_recv_uses_the_sendrecv_curve() -> None:
+    """llama-70b-1024: 16 micro-batches of 64 MiB, forward and back: 2 x 16 x S / B (busbw factor 1)."""
+    w = load_workload("llama-70b-1024")
+    p2p = pj.Curve(tuple(SIZES), tuple(8.0 for _ in SIZES), 2)
+    measured = pj.project(w, _entry(40.0)["curve"], sendrecv=p2p)
+    assert measured.p2p_ms == pytest.approx(2 * 16 * 64 * pj.MIB / 8e9 * 1e3)
+    assert measured.a2a_ms == 0.0
+    curves = {lab: {**_entry(40.0), "terms": {"sendrecv": _entry(8.0), "alltoall": _entry(1.0)}} for lab in "AB"}
+    used, notes = pj.term_curves(w, curves, ["A", "B"])
+    assert used == ["sendrecv"]  # llama has no experts: its all-to-all curve is not used
+    assert notes == ["pipeline send/recv: projected from each run's sendrecv curve"]
+
+
+def test_compare_reads_the_torch_suites_curves_and_intervals_cover_every_term(tmp_path: Path) -> None:
+    """Stored runs with all_reduce, alltoall and sendrecv samples (as suite torch stores them):
+    bench compare's projection uses the all-to-all curve, says so, and has an interval."""
+    w = load_workload("moe-8x7b-256")
+    base = {s: 40.0 for s in SIZES}
+    a = _synthetic_run(tmp_path / "a", "A", base, 5, 0.02, {"alltoall": {s: 10.0 for s in SIZES}})
+    b = _synthetic_run(tmp_path / "b", "B", base, 5, 0.02, {"alltoall": {s: 5.0 for s in SIZES}})
+    comp = compare([a, b], workload=w)
+    proj = comp.projection
+    assert proj["notes"] == ["expert all-to-all: projected from each run's alltoall curve"]
+    rows = proj["rows"]
+    assert rows[1]["a2a_ms"] == pytest.approx(2 * rows[0]["a2a_ms"], rel=0.01)
+    assert rows[1]["exposed_ms"] == pytest.approx(rows[0]["exposed_ms"], rel=0.01)
+    assert rows[1]["delta_days_low"] < rows[1]["delta_days"] < rows[1]["delta_days_high"]
+    assert "95% CI" in comp.statements[0]["text"]
+
+
+# ---------------------------------------------------------------- NUMA placement of torchrun's ranks
+
+INVENTORIES = Path(__file__).resolve().parent.parent / "inventories"
+
+
+def rail_hosts(name: str = "dgx-b200-8rail.ini", **override: object) -> tuple[Host, ...]:
+    """The worked 8-rail inventory's two GPU nodes (rails with nearest_gpu and numa_node)."""
+    hs = load_inventory(INVENTORIES / name).hosts
+    return tuple(dataclasses.replace(h, rails=tuple(dataclasses.replace(r, **override) for r in h.rails))
+                 if override else h for h in hs)
+
+
+def test_torchrun_ranks_get_their_gpus_numa_nodes_from_the_rails() -> None:
+    tool = get_tool("torch")
+    for cmd in tool.commands(step({}, hs=rail_hosts())):
+        argv = list(cmd.argv)
+        assert argv[argv.index("--nproc_per_node") + 1] == "8"
+        assert argv[-2:] == ["--numa-nodes", "0,0,0,0,1,1,1,1"]  # local rank i -> GPU i's node
+    # four ranks per host: GPUs 0-3, all on node 0
+    four = tool.commands(step({"procs_per_host": 4}, hs=rail_hosts()))[0].argv
+    assert list(four[-2:]) == ["--numa-nodes", "0,0,0,0"]
+    # no NUMA facts, or CPU hosts: no binding asked for
+    assert "--numa-nodes" not in tool.commands(step({}, hs=rail_hosts(numa_node=None)))[0].argv
+    assert "--numa-nodes" not in tool.commands(step({}))[0].argv
+    mi300x = tool.commands(step({}, hs=rail_hosts("mi300x-8rail.ini")))[1].argv
+    assert list(mi300x[-2:]) == ["--numa-nodes", "0,0,0,0,1,1,1,1"]
+    train = get_tool("torch-train").commands(step({"proxy": "ddp"}, tool="torch-train", hs=rail_hosts()))
+    assert list(train[0].argv[-2:]) == ["--numa-nodes", "0,0,0,0,1,1,1,1"]
+
+
+def test_cpulist_parses_ranges_and_single_cpus() -> None:
+    from benchharness.onhost.torch_dist import parse_cpulist
+
+    assert parse_cpulist("0-3,8-11\n") == {0, 1, 2, 3, 8, 9, 10, 11}
+    assert parse_cpulist("5") == {5} and parse_cpulist("\n") == set()
+
+
+BIND = """import os, sys
+sys.path.insert(0, sys.argv[1])
+import torch_dist
+before = os.sched_getaffinity(0)
+got = torch_dist.bind_numa(sys.argv[3], int(sys.argv[4]), root=sys.argv[2])
+print(sorted(got) if got is not None else None, sorted(os.sched_getaffinity(0)) == sorted(before))
+print(sorted(os.sched_getaffinity(0)))
+"""
+
+
+def test_a_rank_binds_itself_to_its_numa_nodes_cpus(tmp_path: Path) -> None:
+    """The host program's own binding, in a real process, against a fake sysfs node tree: local
+    rank 1 of ``--numa-nodes 0,1`` takes node1's CPUs (the first CPU this process may use)."""
+    from benchharness.onhost import torch_dist
+
+    cpu = min(os.sched_getaffinity(0))
+    for node, cpus in (("node0", "0-4095"), ("node1", str(cpu))):
+        (tmp_path / "sys" / node).mkdir(parents=True)
+        (tmp_path / "sys" / node / "cpulist").write_text(cpus + "\n")
+    folder = str(Path(torch_dist.__file__).parent)
+
+    def run(nodes: str, local: int) -> tuple[list[str], str]:
+        proc = subprocess.run([sys.executable, "-c", BIND, folder, str(tmp_path / "sys"), nodes, str(local)],
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout.splitlines(), proc.stderr
+
+    out, err = run("0,1", 1)
+    assert out == [f"[{cpu}] False", f"[{cpu}]"] and err == ""
+    out, err = run("0,7", 1)  # no node7 in this sysfs: said, and the rank runs unbound
+    assert out[0] == "None True" and "cannot bind to NUMA node 7" in err and "not bound" in err
+    out, err = run("0", 3)
+    assert out[0] == "None True" and "local rank 3 has no NUMA node" in err

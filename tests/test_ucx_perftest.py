@@ -209,3 +209,26 @@ def test_gid_index_of_the_inventory_reaches_ucx_over_verbs() -> None:
     assert ADAPTER.env({"tls": "auto"}, host) == {"UCX_TLS": "rc,dc,sm,self", "UCX_NET_DEVICES": "rxe0:1",
                                                   "UCX_IB_GID_INDEX": "1"}
     assert "UCX_IB_GID_INDEX" not in ADAPTER.env({"tls": "tcp"}, host)
+
+
+@pytest.mark.skipif(shutil.which("ucx_info") is None, reason="ucx_info (ucx-utils) is not installed")
+def test_the_ib_traffic_class_variable_reaches_every_verbs_transport() -> None:
+    """The adapter sets UCX_IB_TRAFFIC_CLASS on RoCE rails; the real ucx_info -c shows UCX taking it
+    for rc_verbs, rc_mlx5, dc_mlx5, ud_verbs and ud_mlx5 (UCX 1.13: they inherit UCX_IB_*)."""
+    host = Host("r1", "10.0.0.1", vars={"rdma_dev": "mlx5_0", "netdev": "ens1f0np0", "traffic_class": 106,
+                                        "gid_index": 3, "link_layer": "Ethernet"})
+    env = ADAPTER.env({"tls": "auto"}, host)
+    assert env["UCX_IB_TRAFFIC_CLASS"] == "106"
+    ib = Host("i1", "10.0.0.1", vars={"rdma_dev": "mlx5_0", "netdev": "ibp5s0", "traffic_class": 106})
+    assert "UCX_IB_TRAFFIC_CLASS" not in ADAPTER.env({"tls": "auto"}, ib)
+
+    def config(**extra: str) -> dict[str, str]:
+        out = subprocess.run(["ucx_info", "-c"], capture_output=True, text=True, timeout=60,
+                             env={**os.environ, **extra}).stdout
+        return dict(line.split("=", 1) for line in out.splitlines() if line.startswith("UCX_") and "=" in line)
+
+    before, after = config(), config(UCX_IB_TRAFFIC_CLASS=env["UCX_IB_TRAFFIC_CLASS"])
+    classes = {k for k in before if k.endswith("_TRAFFIC_CLASS")}
+    assert {"UCX_RC_VERBS_TRAFFIC_CLASS", "UCX_UD_VERBS_TRAFFIC_CLASS"} <= classes
+    assert {before[k] for k in classes} == {"auto"}
+    assert {after[k] for k in classes} == {"106"}

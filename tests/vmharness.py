@@ -19,7 +19,9 @@ second share, runs one command inside as the guest's first process, and powers t
   initramfs (``speed.json``) and handed to the guest in ``<results>/speed.json``. The command's
   limit is ``work_s`` (its time at reference speed, with margin) times that factor; the boot has a
   hang guard of its own. A guest that reports its steps in ``<results>/progress.jsonl`` gets them
-  named when it is stopped: which one was running, and how long each took.
+  named when it is stopped: which one was running, and how long each took. A step that announces
+  its own limit (``limit_s``, scaled by the speed the guest measured just before it: the load may
+  have grown since the boot) may run that long plus ``RUNNING_GRACE_S``, past the command's limit.
 * The guest's clock: TCG gives every vCPU the host's TSC, but Debian's kernel finds the TSCs
   "unsynchronized", marks the TSC unstable and falls back to the HPET, so every
   ``gettimeofday`` is a system call and an emulated MMIO read. A host preemption between a
@@ -362,6 +364,8 @@ def run_in_vm(command: str, results: Path, cache_dir: Path, cwd: Path, work_s: f
     with open(console, "wb") as out:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
         try:
+            seen: dict[str, float] = {}  # guest command -> when the host first saw it start
+            polls = 0
             while proc.poll() is None:
                 now = time.monotonic()
                 if boot_s is None and (results / "booted").exists():
@@ -372,6 +376,9 @@ def run_in_vm(command: str, results: Path, cache_dir: Path, cwd: Path, work_s: f
                     record_speed(cache_dir, boot_s)
                     (results / "speed.json").write_text(json.dumps(
                         {"boot_s": round(boot_s, 2), "speed": round(max(1.0, speed), 3), "limit_s": round(limit_s)}))
+                polls += 1
+                if boot_s is not None and polls % 5 == 0:
+                    deadline = max(deadline, _running_deadline(read_progress(results), seen, now))
                 if now > deadline:
                     timed_out = True
                     break
@@ -386,6 +393,23 @@ def run_in_vm(command: str, results: Path, cache_dir: Path, cwd: Path, work_s: f
     output = (results / "output.log").read_text(errors="replace") if (results / "output.log").exists() else ""
     return VmResult(status, output, console.read_text(errors="replace"), wall, timed_out, proc.pid,
                     boot_s, speed, limit_s, read_progress(results), time.time())
+
+
+#: What the host adds to a guest command's own limit before it stops the VM (the guest stops the
+#: command itself at its limit, and needs a moment to record that).
+RUNNING_GRACE_S = 60.0
+
+
+def _running_deadline(progress: Sequence[dict[str, Any]], seen: dict[str, float], now: float) -> float:
+    """The host's deadline for the guest command that is running: when the host first saw it start
+    plus the limit the guest announced for it (scaled by the speed the guest measured) plus grace;
+    0 when none runs. A loaded machine thus gets longer, but never unbounded, time."""
+    ended = {p["name"] for p in progress if p.get("event") == "end"}
+    for p in progress:
+        if p.get("event") == "start" and p["name"] not in ended and "limit_s" in p:
+            first = seen.setdefault(str(p["name"]), now)
+            return first + float(p["limit_s"]) + RUNNING_GRACE_S
+    return 0.0
 
 
 def qemu_argv(image: Path, initrd: Path, shares: Sequence[tuple[str, Path, bool]], memory_mb: int,

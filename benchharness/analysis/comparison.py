@@ -299,7 +299,10 @@ def _bands(cells: pd.DataFrame, keys: list[str], labels: list[str], threshold: f
             detail = f"of {n_cells} cells"
         else:
             undecided = [r for r in results if r.startswith("not enough")]
-            verdict = undecided[0] if undecided else "equivalent"
+            present = [lab for lab in labels if (sub["run"] == lab).any()]
+            # sizes only one run measured (sweeps of different ranges) compare nothing
+            verdict = undecided[0] if undecided else "equivalent" if len(present) > 1 \
+                else f"only {present[0]} measured these sizes" if present else "no samples"
             detail = f"{n_cells} cells"
         heads = headline_metrics(list(by_test[meta["test"]])) if by_test is not None else everything
         sizes = sorted(float(v) for v in sub["size_bytes"].dropna().unique()) \

@@ -18,7 +18,9 @@ Sources of the formulas:
   language models", 2020). Exposed = ``max(t(last bucket), comm - overlap * backward)``.
 - Expert all-to-all (dispatch and combine, forward and backward: 4 per MoE layer) and pipeline
   send/recv (each micro-batch's activation forward and its gradient back) are on the critical
-  path and count in full; their bandwidth is taken from the same curve.
+  path and count in full; their bandwidth is taken from the run's all-to-all and send/recv curves
+  (busbw factors (n-1)/n and 1) when every compared run measured them (suite ``torch``), else
+  from the all-reduce curve, and the comparison's notes say which.
 """
 
 from __future__ import annotations
@@ -104,21 +106,31 @@ def ddp_exposed_ms(curve: Curve, grad_bytes: float, bucket_bytes: float, n: int,
     return comm, max(times[-1] if times else 0.0, comm - overlap * backward_ms)
 
 
-def project(w: Workload, curve: Curve, parameters: float | None = None) -> Projection:
-    """The workload ``w`` (optionally at another parameter count, compute scaled with it) on ``curve``."""
+def needs(w: Workload) -> dict[str, bool]:
+    """Which critical-path terms the workload has: expert all-to-all, pipeline send/recv."""
+    return {"alltoall": bool(w.expert > 1 and w.expert_layers and w.tokens_per_gpu and w.hidden),
+            "sendrecv": bool(w.pipeline > 1 and w.microbatches and w.activation_mb)}
+
+
+def project(w: Workload, curve: Curve, parameters: float | None = None, alltoall: Curve | None = None,
+            sendrecv: Curve | None = None) -> Projection:
+    """The workload ``w`` (optionally at another parameter count, compute scaled with it) on ``curve``
+    (all-reduce); the expert all-to-all and pipeline send/recv terms on their own measured curves
+    when given, else on the all-reduce curve."""
     params = parameters or w.parameters
     compute = w.compute_ms * params / w.parameters
     grad = params * w.dtype_bytes / (w.tensor * w.pipeline)  # one GPU's share of the gradients
     comm, exposed = ddp_exposed_ms(curve, grad, w.bucket_mb * MIB, w.data, compute * 2 / 3, w.overlap, w.algorithm)
+    term = needs(w)
     a2a = 0.0
-    if w.expert > 1 and w.expert_layers and w.tokens_per_gpu and w.hidden:
+    if term["alltoall"]:
         tokens = float(w.tokens_per_gpu * w.hidden * w.dtype_bytes)
-        per = tokens * (w.expert - 1) / w.expert / (curve.at(tokens) * 1e9)  # busbw factor (n-1)/n
+        per = tokens * (w.expert - 1) / w.expert / ((alltoall or curve).at(tokens) * 1e9)  # busbw factor (n-1)/n
         a2a = 4 * w.expert_layers * per * 1e3
     p2p = 0.0
-    if w.pipeline > 1 and w.microbatches and w.activation_mb:
+    if term["sendrecv"]:
         size = w.activation_mb * MIB
-        p2p = 2 * w.microbatches * size / (curve.at(size) * 1e9) * 1e3  # busbw factor 1
+        p2p = 2 * w.microbatches * size / ((sendrecv or curve).at(size) * 1e9) * 1e3  # busbw factor 1
     step = compute + exposed + a2a + p2p
     hours = w.steps * step / 3.6e6
     return Projection(comm_ms=comm, exposed_ms=exposed, a2a_ms=a2a, p2p_ms=p2p, step_ms=step, days=hours / 24,
@@ -128,13 +140,29 @@ def project(w: Workload, curve: Curve, parameters: float | None = None) -> Proje
 
 def curves_from_cells(cells: Any, labels: Sequence[str]) -> dict[str, dict[str, Any]]:
     """Per run: the all-reduce ``busbw_GBps`` curve (median), and per size the ratio to the
-    baseline with its 95% interval (``stats.ratio_test`` in the comparison's cells).
+    baseline with its 95% interval (``stats.ratio_test`` in the comparison's cells); under
+    ``"terms"`` the same for the all-to-all and send/recv curves where the run measured them.
 
     The test with the most sizes wins; out-of-place rows are preferred where a tool prints both.
     """
+    out = collective_curves(cells, labels, "all_reduce")
+    for term in TERMS:
+        for lab, entry in collective_curves(cells, labels, term).items():
+            if lab in out:
+                out[lab].setdefault("terms", {})[term] = entry
+    return out
+
+
+#: The critical-path terms with a curve of their own: collective name (as the torch tool and
+#: nccl-tests label it) -> what it stands for in the step.
+TERMS = {"alltoall": "expert all-to-all", "sendrecv": "pipeline send/recv"}
+
+
+def collective_curves(cells: Any, labels: Sequence[str], collective: str) -> dict[str, dict[str, Any]]:
+    """Per run: the ``collective``'s busbw curve and its per-size ratios (see ``curves_from_cells``)."""
     if cells is None or cells.empty or "collective" not in cells or "size_bytes" not in cells:
         return {}
-    sub = cells[(cells["metric"] == "busbw_GBps") & (cells["collective"] == "all_reduce")]
+    sub = cells[(cells["metric"] == "busbw_GBps") & (cells["collective"] == collective)]
     if "placement" in sub and (sub["placement"] == "out-of-place").any():
         sub = sub[sub["placement"] == "out-of-place"]
     if sub.empty:
@@ -154,32 +182,85 @@ def curves_from_cells(cells: Any, labels: Sequence[str]) -> dict[str, dict[str, 
                       max(nranks, 2))
         out[lab] = {"curve": curve, "test": test, "sizes": list(curve.sizes),
                     "ratio": [float(r) for r in mine["ratio"]], "ratio_low": [float(r) for r in mine["ratio_ci_low"]],
-                    "ratio_high": [float(r) for r in mine["ratio_ci_high"]]}
+                    "ratio_high": [float(r) for r in mine["ratio_ci_high"]],
+                    "n": [int(n) for n in mine["n"]] if "n" in mine else []}
     return out
 
 
-def compare_projection(w: Workload, curves: Mapping[str, Mapping[str, Any]], labels: Sequence[str]) -> list[dict[str, Any]]:
+def term_curves(w: Workload, curves: Mapping[str, Mapping[str, Any]], labels: Sequence[str]
+                ) -> tuple[list[str], list[str]]:
+    """(terms measured by every run, notes): a term of the workload uses its own curve only when
+    every compared run measured it (else the runs would be judged on different collectives); the
+    note says which curve each term was projected from."""
+    used, notes = [], []
+    present = [lab for lab in labels if lab in curves]
+    for term, what in TERMS.items():
+        if not needs(w)[term]:
+            continue
+        missing = [lab for lab in present if term not in (curves[lab].get("terms") or {})]
+        if missing:
+            notes.append(f"{what}: projected from the all-reduce curve (no {term} curve in "
+                         f"{', '.join(missing)}; run suite torch to measure it)")
+        else:
+            used.append(term)
+            notes.append(f"{what}: projected from each run's {term} curve")
+    return used, notes
+
+
+def _project_run(w: Workload, entry: Mapping[str, Any], used: Sequence[str], parameters: float | None = None,
+                 factors: Mapping[str, Sequence[float]] | None = None) -> Projection:
+    """``project`` on one run's curves (``used`` terms on their own), optionally scaled per collective."""
+    def curve(key: str) -> Curve:
+        c: Curve = entry["curve"] if key == "all_reduce" else entry["terms"][key]["curve"]
+        return c.scaled(factors[key]) if factors else c
+
+    return project(w, curve("all_reduce"), parameters,
+                   alltoall=curve("alltoall") if "alltoall" in used else None,
+                   sendrecv=curve("sendrecv") if "sendrecv" in used else None)
+
+
+def compare_projection(w: Workload, curves: Mapping[str, Mapping[str, Any]], labels: Sequence[str],
+                       used: Sequence[str] = ()) -> list[dict[str, Any]]:
     """Per run against the baseline (``labels[0]``): the projection, the difference in days, dollars
-    and MWh, and its interval from the per-size ratio CIs applied to the baseline's curve."""
+    and MWh, and its interval from the per-size ratio CIs applied to the baseline's curves (the
+    all-reduce's, and each ``used`` term's)."""
     if not labels or labels[0] not in curves:
         return []
     base = curves[labels[0]]
-    a = project(w, base["curve"])
+    a = _project_run(w, base, used)
     rows = [{"run": labels[0], "baseline": True, **a.__dict__}]
     for lab in labels[1:]:
         if lab not in curves:
             continue
-        b = project(w, curves[lab]["curve"])
+        other = curves[lab]
+        b = _project_run(w, other, used)
         row: dict[str, Any] = {"run": lab, "baseline": False, **b.__dict__, "delta_days": b.days - a.days,
                                "delta_usd": b.usd - a.usd, "delta_mwh": b.mwh - a.mwh,
                                "delta_step_ms": b.step_ms - a.step_ms}
-        aligned = _aligned(base, curves[lab])
-        if aligned:
-            low_bw, high_bw = (project(w, base["curve"].scaled(f)) for f in aligned)
+        pairs = [(base, other), *((base["terms"][t], other["terms"][t]) for t in used)]
+        aligned = [_aligned(x, y) for x, y in pairs]
+        if all(aligned):
+            bounds = dict(zip(["all_reduce", *used], aligned, strict=True))
+            low_bw, high_bw = (_project_run(w, base, used, factors={k: f[i] for k, f in bounds.items() if f})
+                               for i in (0, 1))
             # the lower bound of the bandwidth ratio is the upper bound of the time
             row["delta_days_low"], row["delta_days_high"] = high_bw.days - a.days, low_bw.days - a.days
+        else:
+            x, y = pairs[aligned.index(None)]
+            row["no_interval"] = no_interval_reason(x, y, labels[0], lab)
         rows.append(row)
     return rows
+
+
+def no_interval_reason(base: Mapping[str, Any], other: Mapping[str, Any], base_label: str, label: str) -> str:
+    """Why two curves give no interval: a run with one repetition (no spread to measure), or
+    sweeps over different sizes (no ratio at some of the baseline's sizes)."""
+    single = [lab for lab, c in ((base_label, base), (label, other)) if c.get("n") and max(c["n"]) < 2]
+    if len(single) == 2:
+        return "one repetition per run"
+    if single:
+        return f"one repetition in {single[0]}"
+    return "the runs measured different message sizes"
 
 
 def _aligned(base: Mapping[str, Any], other: Mapping[str, Any]) -> tuple[list[float], list[float]] | None:
@@ -208,32 +289,34 @@ def projection_sentence(w: Workload, row: Mapping[str, Any], baseline: str) -> s
     $X and Y MWh more (workload llama-70b-1024: ...)"."""
     delta = float(row["delta_days"])
     longer = delta >= 0
-    interval = ""
     if "delta_days_low" in row:
         lo, hi = sorted(float(row[k]) * (1 if longer else -1) for k in ("delta_days_low", "delta_days_high"))
         interval = f" (95% CI {_num(lo)} to {_num(hi)})"
+    else:  # said, not left out: a reader must not take the number for a certain one
+        interval = f" (no interval: {row.get('no_interval') or 'no ratio intervals'})"
     usd, mwh = abs(float(row["delta_usd"])), abs(float(row["delta_mwh"]))
     return (f"With {row['run']}, a {_count(w.parameters)}-parameter run on {w.gpus:,} GPUs takes "
             f"{_num(abs(delta))} days {'longer' if longer else 'less'}{interval} than with {baseline}, "
-            f"about ${usd:,.0f} and {_num(mwh)} MWh {'more' if longer else 'less'} "
+            f"about ${_count(usd)} and {_num(mwh)} MWh {'more' if longer else 'less'} "
             f"(workload {w.name}: step {_num(row['step_ms'] / 1e3)} s, {w.steps:,} steps, "
             f"exposed all-reduce {_num(row['exposed_ms'])} ms per step).")
 
 
-def step_series(w: Workload, curves: Mapping[str, Mapping[str, Any]], sizes: Sequence[float] = (
+def step_series(w: Workload, curves: Mapping[str, Mapping[str, Any]], used: Sequence[str] = (), sizes: Sequence[float] = (
         1e9, 7e9, 13e9, 34e9, 70e9, 175e9, 405e9)) -> dict[str, list[tuple[float, float]]]:
     """Per run: (parameters, projected step seconds) for the workload at other model sizes."""
-    return {lab: [(p, project(w, c["curve"], p).step_ms / 1e3) for p in sizes] for lab, c in curves.items()}
+    return {lab: [(p, _project_run(w, c, used, p).step_ms / 1e3) for p in sizes] for lab, c in curves.items()}
 
 
 def comparison_projection(cells: Any, labels: Sequence[str], w: Workload) -> dict[str, Any]:
-    """What ``bench compare`` shows: rows per run, the sentences, the step-time series."""
+    """What ``bench compare`` shows: rows per run, the sentences, the notes, the step-time series."""
     curves = curves_from_cells(cells, labels)
-    rows = compare_projection(w, curves, labels)
+    used, notes = term_curves(w, curves, labels)
+    rows = compare_projection(w, curves, labels, used)
     if len(rows) < 2:
         return {}
     statements = [{"test": next(iter(curves.values()))["test"], "band": "", "metric": "busbw_GBps",
                    "run": r["run"], "decision": "projection", "text": projection_sentence(w, r, labels[0])}
                   for r in rows if not r["baseline"]]
     return {"workload": w.name, "description": w.description, "rows": rows, "statements": statements,
-            "series": step_series(w, curves)}
+            "notes": notes, "series": step_series(w, curves, used)}

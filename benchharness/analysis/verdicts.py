@@ -266,8 +266,10 @@ def _rollup(host: str, rail: str | None, mine: Sequence[Verdict], steps: int, pr
     if pre or any(v.status == "warn" for v in mine):
         return Verdict(ROLLUP, "warn", f"{who}: passed {sum(v.status == 'pass' for v in mine)} checks "
                        f"with warnings{pre_text}{nic}", host=host, rail=rail)
-    if mine:
-        return Verdict(ROLLUP, "pass", f"{who}: all {len(mine)} checks passed{nic}", host=host, rail=rail)
+    judged = [v for v in mine if v.status != "info"]  # info: not judged (too little history, skipped)
+    if judged:
+        rest = f" ({len(mine) - len(judged)} not judged)" if len(judged) < len(mine) else ""
+        return Verdict(ROLLUP, "pass", f"{who}: all {len(judged)} checks passed{rest}{nic}", host=host, rail=rail)
     return Verdict(ROLLUP, "info", f"{who}: no check covered this host{nic}", host=host, rail=rail)
 
 
@@ -338,11 +340,18 @@ def evaluate(run_dir: RunDir, info: dict[str, Any]) -> list[Verdict]:
     ctx = Context(run_dir, info, policy, str(info.get("baseline") or policy.baseline),
                   runview.line_rates(info, facts), host_nics(info, facts))
     records = run_dir.summary_samples()
+    unmet = _unmet_requirements(run_dir)
     verdicts: list[Verdict] = []
     for test in tests:
         mine = measures.test_records(records, str(test.get("name")))
         for raw in test.get("checks") or []:
-            verdicts += check_verdicts(test, parse_check(raw), mine, ctx)
+            check = parse_check(raw)
+            skipped = unmet.get(str(test.get("name"))) if not mine and test.get("requires") else None
+            if skipped:  # nothing to judge: the hosts lack what the test requires (info: JUnit <skipped>)
+                verdicts.append(Verdict(check.label(*check.bounds()[0]), "info", str(skipped.get("message")),
+                                        host=skipped.get("host"), test=str(test.get("name"))))
+            else:
+                verdicts += check_verdicts(test, check, mine, ctx)
     verdicts = [per_rail(v) for v in verdicts]
     verdicts += health.verdicts(health.rows(run_dir, info))  # fabric health, per step, host and rail
     verdicts += fabric.load_verdicts(fabric.load_rows(run_dir, info))  # degradation, heat, throttle
@@ -351,6 +360,13 @@ def evaluate(run_dir: RunDir, info: dict[str, Any]) -> list[Verdict]:
     hosts = runview.run_host_names(info)
     return rollups(hosts, verdicts, run_dir, ctx.nics, preflight_failures(run_dir, preflight),
                    enforce=preflight == "enforce") + verdicts
+
+
+def _unmet_requirements(run_dir: RunDir) -> dict[str, Mapping[str, Any]]:
+    """Test -> a step of it skipped for its ``requires:`` (the last line of each step counts)."""
+    last = {s.get("step"): s for s in run_dir.iter_steps()}
+    return {str(s.get("test")): s for s in last.values()
+            if s.get("status") == "skipped" and s.get("kind") == "requirement"}
 
 
 def summary_lines(verdicts: Sequence[Verdict]) -> list[str]:

@@ -40,6 +40,13 @@ def _to_str(v: Any) -> str:
     return str(v).strip()
 
 
+def _to_version(v: Any) -> str:
+    # a float is refused: unquoted, 3.20 would already be the number 3.2
+    if not isinstance(v, str) or not re.fullmatch(r"\d+(?:\.\d+)+", v.strip()):
+        raise ValueError(v)
+    return v.strip()
+
+
 def _to_ip(v: Any) -> str:
     return str(ipaddress.ip_address(_to_str(v)))
 
@@ -92,6 +99,7 @@ BENCH_VARS: dict[str, tuple[Callable[[Any], Any], Callable[[Any], bool], str]] =
     "link_layer": (_to_link_layer, bool, "InfiniBand or Ethernet"),
     "traffic_class": (_to_int, lambda x: 0 <= x <= 255, "an integer 0..255"),
     "launch_ssh_key": (_to_str, bool, "a path on the launch node"),
+    "iperf3_version": (_to_version, bool, 'a quoted version such as "3.16" (unquoted, 3.20 reads as 3.2)'),
     "launch_known_hosts": (_to_str, bool, "a path on the launch node"),
 }
 _CONNECTIONS = {None: False, "ssh": False, "paramiko": False, "smart": False, "local": True}

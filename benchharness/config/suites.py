@@ -34,7 +34,7 @@ from benchharness.core.yamllines import LineMap, LineSeq, read_yaml
 from benchharness.tools.base import ToolAdapter
 
 PATTERNS = ("pairs", "all-pairs", "ring", "one-to-many", "incast", "all-to-all", "scaling", "group",
-            "self")
+            "self", "gpu-pairs")
 SWEEPS = ("matrix", "zip")
 #: Parameters whose values are byte sizes: a range string ("8..8G x2") in one is swept.
 SETTING_DEFAULTS: dict[str, Any] = {"repeat": 1, "base_port": 5201, "timeout": 120.0,
@@ -51,11 +51,20 @@ ISOLATION_SETTINGS = ("isolate", "isolation_bw_share", "isolation_lat_factor")
 #: Optional settings without a default: isolation's, and ``counters_interval`` (seconds between the
 #: sampler's counter snapshots within a step, ``telemetry/series.py``; unset or 0: start and end only).
 OPTIONAL_SETTINGS = (*ISOLATION_SETTINGS, "counters_interval")
+#: Optional settings of the runner: ``max_connections`` bounds how many hosts the controller
+#: connects to, probes or reads clocks of at once (default ``execution.runner.MAX_CONNECTIONS``).
+RUNNER_SETTINGS = ("max_connections",)
+#: The largest ``max_connections`` accepted (each is a thread and a socket on the controller).
+MAX_CONNECTIONS_LIMIT = 1024
 #: Settings that belong to the planner and never flow into tool parameters.
 _PLANNER_SETTINGS = {"repeat", "base_port", "telemetry", "telemetry_interval", "preflight", "counters_interval"}
 TOP_KEYS = ("description", "settings", "tests", "verdicts")
 TEST_KEYS = ("name", "tool", "hosts", "pattern", "pairs", "sweep", "repeat", "params", "checks", "rails",
-             "health")
+             "health", "requires")
+#: ``requires:`` of a test: what some hosts may lack. A step whose tool fails for want of it
+#: (failure kind ``tool_missing``) is skipped, "skipped: torch not found on h3" (JUnit
+#: ``<skipped>``, its checks ``info``), never failed; without ``requires:`` it fails as before.
+REQUIREMENTS = ("torch",)
 #: ``rails:`` of a pair-tool test: aligned (rail i <-> rail i, all rails at once), each (one rail
 #: at a time), cross (rail i <-> rail j, i != j, one combination at a time), first (only each
 #: host's first NIC, said on purpose: without it a multi-NIC host that would be tested on fewer
@@ -92,6 +101,8 @@ class TestSpec:
     rails: str | None = None
     #: Fabric health limits (``telemetry.health.parse_health``), validated; None: not judged.
     health: dict[str, Any] | None = None
+    #: What the test needs that a host may lack (REQUIREMENTS): without it a step is skipped, not failed.
+    requires: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -110,9 +121,16 @@ class Suite:
 
 # ---------------------------------------------------------------- finding suites
 
+#: The suites an installed wheel carries (setup.py copies the top-level ``suites/`` there).
+PACKAGED_SUITES = Path(__file__).resolve().parents[1] / "_suites"
+#: The suites of a checkout (and of an editable install).
+CHECKOUT_SUITES = Path(__file__).resolve().parents[2] / "suites"
+
+
 def suite_dirs() -> list[Path]:
-    """Where suites are looked up: the repository's ``suites/``, then ``BENCH_SUITE_PATH`` dirs."""
-    dirs = [Path(__file__).resolve().parents[2] / "suites"]
+    """Where suites are looked up: the package's own (an installed wheel) or else the checkout's
+    ``suites/``, then ``BENCH_SUITE_PATH`` dirs."""
+    dirs = [PACKAGED_SUITES if PACKAGED_SUITES.is_dir() else CHECKOUT_SUITES]
     extra = os.environ.get("BENCH_SUITE_PATH", "")
     dirs += [Path(p).expanduser() for p in extra.split(os.pathsep) if p]
     return dirs
@@ -334,7 +352,7 @@ def load_suite(name_or_path: str | Path, overrides: Mapping[str, Any] | None = N
     for item, line in zip(tests, tests.item_lines, strict=True):
         drafts.append(_draft(check, item, line, drafts))
 
-    known = set(settings) | set(CORE_SETTINGS) | set(OPTIONAL_SETTINGS) | \
+    known = set(settings) | set(CORE_SETTINGS) | set(OPTIONAL_SETTINGS) | set(RUNNER_SETTINGS) | \
         {p for d in drafts for p in d.adapter.params} | {RAILS_OVERRIDE}
     for key, text in (overrides or {}).items():
         if key == RAILS_OVERRIDE:
@@ -347,7 +365,7 @@ def load_suite(name_or_path: str | Path, overrides: Mapping[str, Any] | None = N
             raise UsageError(f"unknown parameter {key!r} for suite {path.stem}; "
                              f"known: {', '.join(sorted(known))}")
         value = _parse_override(key, text)
-        if key in settings or key in CORE_SETTINGS or key in OPTIONAL_SETTINGS:
+        if key in settings or key in CORE_SETTINGS or key in OPTIONAL_SETTINGS or key in RUNNER_SETTINGS:
             settings[key], setting_lines[key] = value, CMDLINE
         for d in drafts:
             if key == "repeat":
@@ -408,6 +426,20 @@ def _health(check: _Checker, data: LineMap, what: str) -> dict[str, Any] | None:
         check.fail(f"{what}: {exc}", raw.key_lines.get(exc.key, raw.line) if exc.key else raw.line)
 
 
+def _requires(check: _Checker, data: LineMap, what: str) -> tuple[str, ...]:
+    """``requires: torch`` or ``requires: [torch]``: names from REQUIREMENTS."""
+    raw, line = data.get("requires"), data.key_lines.get("requires")
+    if raw is None:
+        return ()
+    items = [raw] if isinstance(raw, str) else raw
+    if not isinstance(items, list) or not items or not all(isinstance(i, str) for i in items):
+        check.fail(f"{what}: requires must be a name or a list of names ({', '.join(REQUIREMENTS)}), "
+                   f"not {raw!r}", line)
+    for item in items:
+        check.choice(item, REQUIREMENTS, f"{what}: requires", line)
+    return tuple(dict.fromkeys(items))
+
+
 def _draft(check: _Checker, item: Any, line: int, earlier: list[_Draft]) -> _Draft:
     data = check.mapping(item, "each test", line)
     name = check.string(data, "name", f"test at line {data.line}")
@@ -439,8 +471,9 @@ def _check_settings(check: _Checker, settings: dict[str, Any], lines: Mapping[st
     tool_params = {p for d in drafts for p in d.adapter.params}
     for key, value in settings.items():
         line = lines.get(key)
-        if key not in CORE_SETTINGS and key not in tool_params and key not in OPTIONAL_SETTINGS:
-            known = ", ".join(sorted({*CORE_SETTINGS, *OPTIONAL_SETTINGS, *tool_params}))
+        if key not in CORE_SETTINGS and key not in tool_params and key not in OPTIONAL_SETTINGS \
+                and key not in RUNNER_SETTINGS:
+            known = ", ".join(sorted({*CORE_SETTINGS, *OPTIONAL_SETTINGS, *RUNNER_SETTINGS, *tool_params}))
             check.fail(f"settings: unknown key {key!r}; known: {known}", line)
         check.param_value(key, value, "settings", line)
     check.count(settings["repeat"], "settings: repeat", lines.get("repeat"))
@@ -461,6 +494,9 @@ def _check_settings(check: _Checker, settings: dict[str, Any], lines: Mapping[st
                                             or not (every == 0 or 1 <= every <= 3600)):
         check.fail(f"settings: counters_interval must be 0 (off) or seconds between 1 and 3600, not {every!r}",
                    lines.get("counters_interval"))
+    if "max_connections" in settings:
+        check.count(settings["max_connections"], "settings: max_connections", lines.get("max_connections"),
+                    1, MAX_CONNECTIONS_LIMIT)
     for key in ("timeout", "duration"):
         values = settings.get(key)
         for value in values if isinstance(values, list) else [values]:
@@ -545,7 +581,8 @@ def _finish(check: _Checker, d: _Draft, settings: Mapping[str, Any], setting_lin
             check.fail(f"{what}: rails: {rails} needs a pair pattern ({', '.join(RAIL_PATTERNS)}), "
                        f"not {pattern}", lines.get("rails"))
     spec = TestSpec(d.name, adapter.name, hosts, pattern, sweep, repeat, dict(d.params), data.line,
-                    pairs, lines, _checks(check, data, what), rails, _health(check, data, what))
+                    pairs, lines, _checks(check, data, what), rails, _health(check, data, what),
+                    _requires(check, data, what))
     cases = expand_cases(spec)
     for case in cases:
         try:

@@ -71,10 +71,12 @@ class ToolFailure(BenchError):
 
     exit_code = EXIT_STEPS_FAILED
 
-    def __init__(self, kind: str, message: str, records: list[dict[str, Any]] | None = None) -> None:
+    def __init__(self, kind: str, message: str, records: list[dict[str, Any]] | None = None,
+                 host: str | None = None) -> None:
         super().__init__(message)
         self.kind = kind
         self.records: list[dict[str, Any]] = list(records or [])
+        self.host = host  # the host it failed on, when the tool knows (``tool_missing`` of torch)
 
 
 class StorageError(BenchError):

@@ -23,9 +23,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from benchharness.collectives.mpi_allreduce import bus_factor
 from benchharness.core.errors import EXIT_OK, EXIT_STEPS_FAILED, EXIT_VERDICT_FAILED, UsageError
 from benchharness.core.model import Host, Record, Step
+from benchharness.onhost.mpi_allreduce import bus_factor
 from benchharness.planning.halving import DEFAULT_SHARE, HalvingSearch
 from benchharness.planning.plan import Plan, build_plan
 from benchharness.results.store import RunDir, new_run_id, results_root

@@ -55,6 +55,7 @@ def _suite_snapshot(suite: Any) -> dict[str, Any]:
                        "repeat": t.repeat, "params": dict(t.params),
                        "checks": list(getattr(t, "checks", ())),
                        **({"rails": t.rails} if getattr(t, "rails", None) else {}),
+                       **({"requires": list(t.requires)} if getattr(t, "requires", ()) else {}),
                        **({"health": t.health} if getattr(t, "health", None) else {})} for t in suite.tests],
             "verdicts": getattr(suite, "verdicts", None)}
 
@@ -189,12 +190,14 @@ def _execute(session: Session, overrides: Mapping[str, str], suite_ref: str, hos
              echo: Callable[[str], None], progress: Callable[[StepEvent], None]) -> tuple[Any, Any, Any, Any]:
     """Run the plan, then bad-link isolation when the suite asks for it."""
     from benchharness.execution.launchers import make_launcher
-    from benchharness.execution.runner import Runner
+    from benchharness.execution.runner import MAX_CONNECTIONS, Runner
     from benchharness.telemetry.hooks import observers_for
 
     observers = observers_for(session.suite, overrides)
+    fan_out = int(session.suite.settings.get("max_connections", MAX_CONNECTIONS))
     runner = Runner(session.plan, session.run_dir, observers=observers, done_steps=session.done,
-                    progress=progress, launcher=make_launcher(session.launcher, session.plan.hosts))
+                    progress=progress, launcher=make_launcher(session.launcher, session.plan.hosts),
+                    max_connections=fan_out)
     try:
         result = runner.run()
     except StorageError as exc:  # every process is stopped; say so in run.json if there is room
@@ -209,7 +212,7 @@ def _execute(session: Session, overrides: Mapping[str, str], suite_ref: str, hos
         from benchharness.planning.isolation import isolate  # retest weak all-pairs pairs, name a suspect
 
         iso = isolate(session.plan, session.run_dir,
-                      lambda p: Runner(p, session.run_dir, progress=runner.progress,
+                      lambda p: Runner(p, session.run_dir, progress=runner.progress, max_connections=fan_out,
                                        launcher=make_launcher(session.launcher, p.hosts)), echo)
         result.outcomes += iso.outcomes
         result.interrupted = iso.interrupted

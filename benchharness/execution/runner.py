@@ -29,6 +29,9 @@ if TYPE_CHECKING:
 
 READY_TIMEOUT_S = 30.0
 SERVER_EXIT_GRACE_S = 0.5
+MAX_CONNECTIONS = 32
+"""Hosts the controller connects to, probes or reads the clock of at once (the suite setting
+``max_connections``). Steps of one round always run together: that is the measurement."""
 HOST_GRACE_S = 3.0
 """Host-side limits run this long past the step's time limit (start skew between hosts); the
 host's own ``timeout`` then sends SIGTERM, and SIGKILL 2 s later (``transport.base.wrap_command``),
@@ -96,7 +99,7 @@ class Runner:
     """Runs a plan into a run directory."""
 
     def __init__(self, plan: Plan, run_dir: RunDir, observers: Sequence[StepObserver] = (),
-                 done_steps: set[str] | None = None, max_connections: int = 32,
+                 done_steps: set[str] | None = None, max_connections: int = MAX_CONNECTIONS,
                  progress: Callable[[StepEvent], None] | None = None, launcher: Any = None) -> None:
         self.plan = plan
         self.launcher = launcher  # None: SSH/local per host; else e.g. a SlurmLauncher
@@ -301,6 +304,9 @@ class Runner:
                     "failed", exc.kind, exc.host, exc.message)
             except ToolFailure as exc:
                 outcome.status, outcome.kind, outcome.message = "failed", exc.kind, exc.message
+                unmet = self._unmet(step, exc)
+                if unmet:  # the test said a host may lack it: skipped, not failed
+                    outcome.status, outcome.kind, outcome.host, outcome.message = "skipped", "requirement", *unmet
                 lost = self._lost(step)
             if lost is not None:  # the step's own failure (a timeout) came from the host going away
                 self._mark_down(lost)
@@ -317,6 +323,17 @@ class Runner:
             outcome.status, outcome.kind = "skipped", "interrupted"
         self._record(outcome)
         return outcome
+
+    def _unmet(self, step: Step, exc: ToolFailure) -> tuple[str, str] | None:
+        """(host, message) when the tool is missing what the step's test ``requires:``."""
+        if exc.kind != "tool_missing":
+            return None
+        spec = next((t for t in self.plan.suite.tests if t.name == step.test), None)
+        needs = tuple(getattr(spec, "requires", ()) or ())
+        if not needs:
+            return None
+        host = exc.host or ",".join(h.name for h in step.hosts)
+        return host, f"skipped: {' and '.join(needs)} not found on {host}"
 
     def _mark_down(self, exc: TransportError) -> None:
         """Later steps on this host fail at once, with the same kind and message."""

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from benchharness import tools
 from benchharness.core.errors import UsageError
 from benchharness.planning.isolation import settings_of
-from benchharness.planning.plan import Plan, ports_needed
+from benchharness.planning.plan import Plan, ports_reserved
 from benchharness.results.store import redact_argv, redact_env
 
 
@@ -22,7 +22,7 @@ def describe_plan(plan: Plan) -> str:
     for number, steps in enumerate(plan.rounds):
         lines.append(f"\nround {number}" + (f" ({len(steps)} steps at once)" if len(steps) > 1 else ""))
         for step in steps:
-            reserved = ports_needed(step.pattern, step.hosts)
+            reserved = ports_reserved(step.tool, step.pattern, step.params, step.hosts)
             ports = str(step.port) if reserved == 1 else f"{step.port}-{step.port + reserved - 1}"
             params = " ".join(f"{k}={v}" for k, v in step.params.items())
             lines.append(f"  step {step.id}  test={step.test} tool={step.tool} pattern={step.pattern} "

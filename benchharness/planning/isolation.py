@@ -209,7 +209,7 @@ def retest_plan(plan: Plan, flagged: Iterable[tuple[str, Pair]]) -> Plan:
     Steps keep their parameters and hosts; ids get ``-retest``, rounds continue after the
     plan's last, ports restart at ``base_port`` in each round, labels gain ``retest: true``.
     """
-    from benchharness.planning.plan import Plan
+    from benchharness.planning.plan import Plan, ports_reserved
 
     wanted = set(flagged)
     originals: dict[tuple[str, tuple[tuple[str, str], ...]], list[Step]] = {}
@@ -226,10 +226,13 @@ def retest_plan(plan: Plan, flagged: Iterable[tuple[str, Pair]]) -> Plan:
         by_hosts = {_ends(s): s for s in steps}
         for group in schedule.pack_rounds([_ends(s) for s in steps]):
             number = len(plan.rounds) + len(rounds)
-            rounds.append([dataclasses.replace(
-                by_hosts[hosts], id=by_hosts[hosts].id + RETEST_SUFFIX, round=number,
-                port=base_port + i, labels={**by_hosts[hosts].labels, "retest": True})
-                for i, hosts in enumerate(group)])
+            port, retests = base_port, []
+            for hosts in group:
+                step = by_hosts[hosts]
+                retests.append(dataclasses.replace(step, id=step.id + RETEST_SUFFIX, round=number, port=port,
+                                                   labels={**step.labels, "retest": True}))
+                port += ports_reserved(step.tool, step.pattern, step.params, step.hosts)  # e.g. iperf3's processes
+            rounds.append(retests)
     used = {h.name for r in rounds for s in r for h in s.hosts}
     return Plan(plan.suite, rounds, [h for h in plan.hosts if h.name in used], plan.launcher)
 

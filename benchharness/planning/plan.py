@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn, Protocol
 
@@ -20,7 +20,9 @@ from benchharness.core.model import Host, Step
 from benchharness.core.units import parse_size
 from benchharness.core.values import SIZE_PARAMS
 from benchharness.planning import schedule
+from benchharness.planning.gpus import gpu_endpoint, gpu_labels, gpu_pair_rounds
 from benchharness.planning.rails import rail_labels, rail_rounds
+from benchharness.tools import registry
 
 #: Patterns whose steps are (server, client) pairs.
 PAIR_PATTERNS = ("pairs", "all-pairs", "ring", "self")
@@ -82,7 +84,7 @@ def build_plan(suite: Suite, hosts: Sequence[Host], inventory: HostSelector | No
             port = base_port
             steps = []
             for group in groups:
-                reserved = ports_needed(test.pattern, group)
+                reserved = ports_reserved(test.tool, test.pattern, case, group)
                 if port + reserved - 1 > _MAX_PORT:
                     _fail(suite, f"base_port {base_port} leaves too few ports for round "
                           f"{len(plan_rounds)} ({port + reserved - 1 - base_port + 1} needed)",
@@ -176,7 +178,7 @@ def _rounds(suite: Suite, test: TestSpec, members: list[Host]) -> list[list[tupl
                     _fail(suite, f"test {test.name!r}: pairs: host {name!r} is not among the hosts "
                           f"{', '.join(by_name)}", test.lines.get("pairs", test.line))
         return schedule.pack_rounds([(by_name[a], by_name[b]) for a, b in test.pairs])
-    if len(members) == 1:
+    if len(members) == 1 and pattern != "gpu-pairs":
         return [[(members[0], members[0])]]  # one machine: measure it against itself
     if pattern == "pairs":
         return schedule.pack_rounds(schedule.pairs(members))
@@ -190,6 +192,11 @@ def _rounds(suite: Suite, test: TestSpec, members: list[Host]) -> list[list[tupl
         return [[group] for group in schedule.one_to_many(members)]
     if pattern == "all-to-all":
         return [[tuple(members)]]  # one step: every member sends to every other at once
+    if pattern == "gpu-pairs":
+        try:
+            return [list(r) for r in gpu_pair_rounds(members)]
+        except ValueError as exc:
+            _fail(suite, f"test {test.name!r}: {exc}", test.lines.get("pattern", test.line))
     raise ValueError(f"unknown pattern {pattern!r}")
 
 
@@ -202,13 +209,24 @@ def ports_needed(pattern: str, group: Sequence[Host]) -> int:
     return 1
 
 
+def ports_reserved(tool: str, pattern: str, params: Mapping[str, Any], group: Sequence[Host]) -> int:
+    """Ports a step reserves: its flows (``ports_needed``) times the server ports each flow of the
+    tool takes (the adapter's ``ports_per_flow``, e.g. iperf3's processes; 1 without one)."""
+    per_flow = getattr(registry().get(tool), "ports_per_flow", None)  # an unknown tool: describe says so
+    return ports_needed(pattern, group) * (max(1, int(per_flow(params, group))) if per_flow else 1)
+
+
 def _step(test: TestSpec, rep: int, case: dict[str, Any], group: tuple[Host, ...], round_index: int,
           port: int, index: int, width: int) -> Step:
     names = [h.name for h in group]
     labels: dict[str, Any] = {**case, "hosts": ",".join(names)}
     if test.pattern in PAIR_PATTERNS and len(group) == 2:
         labels["pair"] = "-".join(names)
-    if test.rails and all(h.rail for h in group):
+    if test.pattern == "gpu-pairs":
+        labels.update(gpu_labels(group))
+        labels["pair"] = "-".join(h.name for h in group)
+        names = [gpu_endpoint(h) for h in group]
+    elif test.rails and all(h.rail for h in group):
         labels.update(rail_labels(group))
         names = labels["endpoints"].split(",")
     for key in SIZE_PARAMS:

@@ -95,8 +95,9 @@ def _esc(text: object) -> str:
 
 def line_chart(series: Sequence[Series], *, title: str, x_label: str, y_label: str,
                log2_x: bool = False, x_format: Callable[[float], str] | None = None,
-               y_zero: bool = True, note: str = "") -> Markup:
-    """A line chart, one coloured (and, past ten, dashed) line per series."""
+               y_zero: bool = True, note: str = "", x_ticks: Sequence[float] | None = None) -> Markup:
+    """A line chart, one coloured (and, past ten, dashed) line per series. ``x_ticks``: the
+    caller's own x ticks (model sizes read 1B, 10B ... better than powers of two)."""
     drawn = [s for s in series if any(_ok(x, y, log2_x) for x, y in s.points)]
     if not drawn:
         return Markup("")
@@ -108,12 +109,12 @@ def line_chart(series: Sequence[Series], *, title: str, x_label: str, y_label: s
     if y_hi == y_lo:
         y_hi = y_lo + (abs(y_lo) or 1.0)
     if log2_x:
-        x_ticks = _log2_ticks(x_lo, x_hi)
+        x_ticks = sorted(t for t in x_ticks if t > 0) if x_ticks else _log2_ticks(x_lo, x_hi)
         x_lo, x_hi = min(x_ticks[0], x_lo), max(x_ticks[-1], x_hi)
         tx: Callable[[float], float] = math.log2
         x_format = x_format or format_size_float
     else:
-        x_ticks = _linear_ticks(x_lo, x_hi)
+        x_ticks = sorted(x_ticks) if x_ticks else _linear_ticks(x_lo, x_hi)
         x_lo, x_hi = min(x_ticks[0], x_lo), max(x_ticks[-1], x_hi)
         tx = float
         x_format = x_format or tick

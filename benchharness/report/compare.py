@@ -172,9 +172,19 @@ def _projection_chart(comp: Comparison) -> Any:
     series = [charts.Series(lab, pts) for lab, pts in (comp.projection.get("series") or {}).items()]
     if not series:
         return ""
+    xs = [x for s in series for x, _ in s.points]
+    ticks = [t for t in (1e8, 3e8, 1e9, 3e9, 1e10, 3e10, 1e11, 3e11, 1e12, 3e12) if min(xs) <= t <= max(xs)]
     return charts.line_chart(series, title=f"Step time vs model size ({comp.projection['workload']})",
-                             x_label="parameters", y_label="step time (s)", log2_x=True,
-                             x_format=lambda x: f"{x / 1e9:.3g}B", y_zero=False)
+                             x_label="parameters (log scale)", y_label="step time (s)", log2_x=True,
+                             x_format=_params, x_ticks=ticks or None, y_zero=False)
+
+
+def _params(x: float) -> str:
+    """A parameter count as model sizes are named: 300M, 7B, 1.5T."""
+    for unit, scale in (("T", 1e12), ("B", 1e9), ("M", 1e6)):
+        if x >= scale:
+            return f"{x / scale:.3g}{unit}"
+    return f"{x:,.0f}"
 
 
 def _finite(v: Any) -> bool:

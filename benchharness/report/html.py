@@ -75,7 +75,8 @@ def verdict_rows(verdicts: Any) -> list[dict[str, Any]]:
 
 
 def telemetry(run: RunDir, info: Mapping[str, Any]) -> dict[str, Any]:
-    """Host facts, preflight verdicts, warnings, sampler charts and counter deltas."""
+    """Host facts, each host's rails (one row per NIC, with its findings), preflight verdicts,
+    warnings, sampler charts and counter deltas."""
     facts = runview.read_facts(run)
     host_rows, nic_rows, nic_cols = [], [], []
     for host, hf in facts.items():
@@ -104,7 +105,9 @@ def telemetry(run: RunDir, info: Mapping[str, Any]) -> dict[str, Any]:
         if chart:
             figures.append({"svg": chart, "caption": title})
     counters, counters_total = runview.counter_rows(run)
+    rails = [(host, rows) for host, rows in sorted(runview.rail_rows(run, info).items()) if rows]
     return {"facts": host_rows, "nics": nic_rows, "nic_cols": nic_cols,
+            "rails": rails, "rail_cols": runview.RAIL_COLUMNS,
             "preflight": verdict_rows(runview.read_preflight(run)),
             "warnings": runview.telemetry_warnings(run, info), "figures": figures,
             "counters": counters, "counters_total": counters_total}

@@ -4,7 +4,8 @@ One ``<testsuite>`` per host (its checks, and steps that could not run on it as 
 checks that belong to no single host; a check of one NIC of a multi-rail host is a testcase of
 its own, named and classed by the rail (``rail1: tcp: bw_avg_gbps >= ...``, ``suite.h3.rail1``) (pairs, groups, regressions, the run's roll-up). One
 ``<testcase>`` per check: ``fail`` → ``<failure>``, ``warn`` → passes with the warning in
-``<system-out>``, ``info`` → ``<skipped>``. Read from the run directory only, so an old run can
+``<system-out>``, ``info`` → ``<skipped>``; a step skipped for a test's ``requires:`` (torch not
+found on the host) is a ``<skipped>`` testcase of that host. Read from the run directory only, so an old run can
 be exported again (``write_junit``).
 """
 
@@ -50,6 +51,8 @@ def junit_xml(info: Mapping[str, Any], steps: Sequence[Mapping[str, Any]] = (),
     hosts += [str(v["host"]) for v in verdicts if v.get("host") and str(v["host"]) not in hosts]
     last = {s.get("step"): s for s in steps}
     failed_steps = [s for s in last.values() if s.get("status") == "failed"]
+    # a test's requires: a host lacks (torch): the step is <skipped>, never an error
+    unmet = [s for s in last.values() if s.get("status") == "skipped" and s.get("kind") == "requirement"]
 
     root = ET.Element("testsuites", name=f"bench {suite_name} {info.get('run_id', '')}".strip())
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
@@ -57,7 +60,8 @@ def junit_xml(info: Mapping[str, Any], steps: Sequence[Mapping[str, Any]] = (),
         mine = [v for v in verdicts if (v.get("host") or None) == host]
         errors = [s for s in failed_steps if (s.get("host") or None) == host
                   or (host is None and not s.get("host"))]
-        if host is None and not mine and not errors:
+        skips = [s for s in unmet if (s.get("host") or None) == host or (host is None and s.get("host") not in hosts)]
+        if host is None and not mine and not errors and not skips:
             continue
         name = _class(suite_name, host or RUN_SUITE)
         ts = ET.SubElement(root, "testsuite", name=name, timestamp=_clean(info.get("started") or ""))
@@ -95,6 +99,12 @@ def junit_xml(info: Mapping[str, Any], steps: Sequence[Mapping[str, Any]] = (),
             counts["errors"] += 1
             el = ET.SubElement(case, "error", message=_clean(s.get("message")), type=_clean(s.get("kind")))
             el.text = f"{_clean(s.get('kind'))}: {_clean(s.get('message'))}"
+        for s in skips:
+            case = ET.SubElement(ts, "testcase", classname=name, time="0",
+                                 name=f"{_clean(s.get('test'))}: step {_clean(s.get('step'))}")
+            counts["tests"] += 1
+            counts["skipped"] += 1
+            ET.SubElement(case, "skipped", message=_clean(s.get("message")))
         for key, n in counts.items():
             ts.set(key, str(n))
             totals[key] += n

@@ -71,7 +71,7 @@ def test_section(test: str, df: pd.DataFrame, intervals: pd.DataFrame) -> dict[s
     metrics = [m for m in analysis.metric_columns(df) if not m.endswith("_line_rate_pct")]
     tables = [t for m in _ordered(metrics) if (t := _table(summary, m, show))]
     figures = [f for f in (_throughput(df, summary, show), _latency(summary, show),
-                           _busbw(summary, show), _over_time(intervals), _heatmap(df))
+                           _busbw(summary, show), _over_time(intervals), _heatmap(df), _gpu_heatmap(df))
                if f]
     return {"name": test, "constants": constants(df, [c for c in case_cols if c not in show]),
             "samples": len(df), "steps": int(df["step"].nunique()) if "step" in df else 0,
@@ -298,6 +298,22 @@ def _heatmap(df: pd.DataFrame) -> dict[str, Any] | None:
     values = {(str(s), str(c)): float(v) for (s, c), v in med.items()}
     chart = charts.heatmap(servers, clients, values, title=title, unit=unit_of(metric))
     return _figure(chart, "Each cell: median over repetitions for one server → client pair")
+
+
+def _gpu_heatmap(df: pd.DataFrame) -> dict[str, Any] | None:
+    """GPU i of one node against GPU j of another (pattern gpu-pairs), beside the per-rail matrix."""
+    from benchharness.analysis.gpu_pairs import gpu_pair_matrix
+
+    found = gpu_pair_matrix(df)
+    if found is None:
+        return None
+    title = f"GPU pairs {found.metric} (median)"
+    if found.size_bytes:
+        title += f" at {format_size(found.size_bytes)}"
+    chart = charts.heatmap(found.endpoints, found.endpoints, found.values, title=title,
+                           unit=unit_of(found.metric), row_label="GPU", col_label="GPU")
+    return _figure(chart, "Each cell: median over repetitions for one GPU of one node with one GPU of "
+                          "another; a slow node is a light row and column, a slow GPU one of its own")
 
 
 def _worst(df: pd.DataFrame) -> dict[str, Any] | None:

@@ -23,7 +23,7 @@ TEST_LABELS = ("test", "tool", "pattern")
 REP_LABELS = frozenset({"step", "rep", "round", "kind", "seq", "interval", "run_id", "run"})
 #: Labels naming hosts; they differ between clusters, so comparisons ignore them.
 HOST_LABELS = frozenset({"hosts", "pair", "server", "client", "host", "sender", "receiver",
-                         "members", "peer", "launcher", "senders", "receivers"})
+                         "members", "peer", "launcher", "senders", "receivers", "gpu_pair"})
 
 
 def swept_params(test: Mapping[str, Any]) -> tuple[str, ...]:

@@ -16,6 +16,7 @@ from benchharness.core.model import Host, Rail
 from benchharness.core.values import as_list
 from benchharness.results.store import RunDir
 from benchharness.telemetry import host_checks
+from benchharness.telemetry.summary import is_probe_facts, pcie_text
 
 _SPEED_KEYS_GBPS = ("speed_gbps", "link_speed_gbps", "rate_gbps", "line_rate_gbps", "nic_line_rate_gbps")
 _SPEED_KEYS_MBPS = ("speed_mbps", "speed", "link_speed_mbps")
@@ -225,23 +226,76 @@ def telemetry_warnings(run: RunDir, info: Mapping[str, Any] | None = None) -> li
     return unique
 
 
-def _judge_stored_facts(run: RunDir, info: Mapping[str, Any]) -> list[host_checks.Finding]:
-    """Findings over the run's stored probe facts, hosts and rails rebuilt from its inventory snapshot."""
+def _stored_hosts(run: RunDir, info: Mapping[str, Any]) -> list[tuple[Host, Mapping[str, Any]]]:
+    """(host, probe facts) of every probed host, its rails rebuilt from the inventory snapshot."""
     inv = inventory_hosts(info)
-    found: list[host_checks.Finding] = []
+    out: list[tuple[Host, Mapping[str, Any]]] = []
     for name, hf in read_facts(run).items():
-        if not isinstance(hf, Mapping) or "nics" not in hf:
-            continue
+        if not is_probe_facts(hf) or not isinstance(hf.get("nics"), Mapping):
+            continue  # another tool's format: shown flattened, not judged
         hvars = {k: v for k, v in inv.get(name, {}).items() if k != "rails"}
         rails = tuple(Rail(index=i, netdev=r.get("netdev"), rdma_dev=r.get("rdma_dev"),
                            rdma_port=int(r.get("rdma_port") or 1), data_ip=r.get("data_ip"),
                            numa_node=_int(r.get("numa_node")), line_rate_gbps=_as_float(r.get("line_rate_gbps")),
                            nearest_gpus=tuple(int(g) for g in as_list(r.get("nearest_gpus"))),
-                           serial=r.get("serial"))
+                           serial=r.get("serial"), gid_index=_int(r.get("gid_index")),
+                           link_layer=r.get("link_layer"))
                       for i, r in enumerate(inventory_rails(inv.get(name, {}))))
-        host = Host(name, str(hvars.get("ansible_host") or name), vars=hvars, rails=rails)
-        found += [f for f in host_checks.judge(host, hf, required_tools=()) if f.check != "cpu_governor"]
-    return found
+        out.append((Host(name, str(hvars.get("ansible_host") or name), vars=hvars, rails=rails), hf))
+    return out
+
+
+def _judge_stored_facts(run: RunDir, info: Mapping[str, Any]) -> list[host_checks.Finding]:
+    """Findings over the run's stored probe facts, hosts and rails rebuilt from its inventory snapshot."""
+    return [f for host, hf in _stored_hosts(run, info)
+            for f in host_checks.judge(host, hf, required_tools=()) if f.check != "cpu_governor"]
+
+
+_STATUS_RANK = {"fail": 3, "warn": 2, "info": 1, "pass": 0}
+RAIL_COLUMNS = ("rail", "RDMA dev", "netdev", "serial", "PCIe", "NUMA", "link", "MTU", "temperature", "findings")
+
+
+def rail_rows(run: RunDir, info: Mapping[str, Any] | None = None) -> dict[str, list[dict[str, str]]]:
+    """Host -> one row per rail (``RAIL_COLUMNS``, plus ``status``): what the probe saw of the rail's
+    NIC and how the preflight findings judged it (``status`` the worst, ``findings`` the checks that
+    failed or warned; the hottest temperature a finding reported). Findings come from
+    ``preflight.json``, else are judged now (``host_checks``, the one judge)."""
+
+    info = info if info is not None else run.run_info()
+    records = read_preflight(run) or [f.record() for f in _judge_stored_facts(run, info)]
+    out: dict[str, list[dict[str, str]]] = {}
+    for host, hf in _stored_hosts(run, info):
+        judged = host_checks.HostJudge(host, hf)
+        rows = []
+        for rf in judged.rails:
+            r, nic, port = rf.rail, rf.nic or {}, rf.port or {}
+            mine = [v for v in records if v.get("host") == host.name and (
+                v.get("rail") == r.name if v.get("rail") else v.get("nic") == rf.label)]
+            worst = max((str(v.get("status", "")).lower() for v in mine), key=lambda st: _STATUS_RANK.get(st, -1),
+                        default="")
+            bad = sorted({str(v.get("check", "")).removeprefix("preflight.") for v in mine
+                          if str(v.get("status", "")).lower() in ("fail", "warn")})
+            temps = [t for v in mine if str(v.get("check", "")).endswith("temperature")
+                     and (t := _as_float(v.get("observed"))) is not None]
+            if port:
+                link = " ".join(str(x) for x in (port.get("state"), port.get("link_layer"), port.get("rate")) if x)
+            else:
+                speed = nic.get("speed_mbps")
+                link = " ".join(x for x in (str(nic.get("operstate") or ""),
+                                            f"{speed / 1000:g} Gb/s" if isinstance(speed, int | float) and speed > 0
+                                            else "") if x)
+            numa = nic.get("numa_node") if nic else (rf.rdma or {}).get("numa_node")
+            rows.append({
+                "rail": r.name, "RDMA dev": str(r.rdma_dev or ""), "netdev": str(r.netdev or nic.get("netdev") or ""),
+                "serial": str(r.serial or nic.get("serial") or ""),
+                "PCIe": pcie_text(nic.get("pcie") if nic else (rf.rdma or {}).get("pcie")),
+                "NUMA": "" if numa in (None, -1) else str(numa), "link": link, "MTU": str(nic.get("mtu") or ""),
+                "temperature": f"{max(temps):g} °C" if temps else "",
+                "findings": ", ".join(bad) or ("none failed or warned" if worst else "not judged"),
+                "status": worst,
+            })
+        out[host.name] = rows
+    return out
 
 
 def _int(value: Any) -> int | None:

@@ -18,6 +18,7 @@ from benchharness.core.errors import BenchError, ToolFailure
 from benchharness.core.model import Host, Step, Verdict
 from benchharness.core.naming import safe_name
 from benchharness.core.values import as_list
+from benchharness.telemetry import requirements
 from benchharness.telemetry.counters import delta
 from benchharness.telemetry.health import snapshot_seconds, step_context
 from benchharness.telemetry.series import write_series
@@ -43,8 +44,8 @@ REMOTE_DIR = "/tmp/benchharness-telemetry"
 
 
 def script_path(name: str) -> str:
-    """Local path of a telemetry script shipped with the package (probe.py, sampler.py)."""
-    return str(resources.files("benchharness.telemetry") / name)
+    """Local path of a program shipped for hosts (``onhost/``: probe.py, sampler.py)."""
+    return str(resources.files("benchharness.onhost") / name)
 
 
 def stage_script(transport: Transport, name: str) -> str:
@@ -70,8 +71,9 @@ def host_python(host: Host) -> str:
 def probe_argv(host: Host, path: str) -> list[str]:
     """The probe's command line: ``telemetry_root`` (a sysfs/procfs tree read instead of the host's
     own, a lab host standing for a GPU node) and ``telemetry_path`` (directories put first on PATH:
-    stand-in nvidia-smi / amd-smi) from the inventory."""
-    argv = [host_python(host), path]
+    stand-in nvidia-smi / amd-smi) from the inventory; ``--tools``: the version commands of the tool
+    adapters and the telemetry (``requirements.probe_tools``)."""
+    argv = [host_python(host), path, "--tools", requirements.probe_tools_arg()]
     if host.var("telemetry_root"):
         argv += ["--root", str(host.var("telemetry_root"))]
     for d in as_list(host.var("telemetry_path")):
@@ -179,19 +181,26 @@ class TelemetryObserver:
         from benchharness.telemetry.preflight import run_findings, to_verdict
 
         hosts = [h for h in runner.plan.hosts if h.name not in runner.down]
-        self.facts = probe_all([runner.transport(h) for h in hosts])
+        # the runner's bound on hosts handled at once (suite setting max_connections); stand-in
+        # runners of tests may not have one
+        workers = int(getattr(runner, "max_connections", 32))
+        self.facts = probe_all([runner.transport(h) for h in hosts], workers=workers)
         for name, facts in self.facts.items():
             runner.run_dir.write_json(f"telemetry/facts/{safe_name(name)}.json", facts)
         records = run_findings(self.facts, hosts, step_pairs(runner.plan.steps))
         self.preflight = [to_verdict(r) for r in records]
         self._hosts = {h.name: h for h in hosts}
         runner.run_dir.write_json("telemetry/preflight.json", records)
-        if self.per_step:
-            for host in hosts:
+        if self.per_step and hosts:
+            def stage(host: Host) -> None:
                 try:
                     self._paths[host.name] = stage_script(runner.transport(host), "sampler.py")
                 except BenchError as exc:
                     print(f"warning: {host.name}: no sampler this run: {exc.message}", file=sys.stderr)
+
+            # in parallel, as the probe: one host after another cost a thousand hosts minutes
+            with ThreadPoolExecutor(max_workers=min(workers, len(hosts))) as pool:
+                list(pool.map(stage, hosts))
 
     def before_step(self, runner: Runner, step: Step) -> None:
         started = []

@@ -1,7 +1,9 @@
-"""``rails=auto``: each such host's rails, from the probe run on it before the run is planned."""
+"""``rails=auto``: each such host's rails, from the probe run on it before the run is planned (and
+its iperf3 version, ``iperf3_version``, when the inventory does not give it)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
@@ -30,6 +32,9 @@ def discover(hosts: Sequence[Host]) -> list[Host]:
         if not rails:
             raise ValueError(f"host {host.name}: rails=auto found no NIC with an address besides the "
                              f"management one ({host.address}); list the rails in the inventory")
+        iperf3 = (facts.get("tools") or {}).get("iperf3") or {}
+        if host.var("iperf3_version") is None and iperf3.get("version"):
+            host = dataclasses.replace(host, vars={**host.vars, "iperf3_version": str(iperf3["version"])})
         return with_rails(host, rails)
 
     if not any(str(h.var("rails") or "").lower() == "auto" for h in hosts):

@@ -18,8 +18,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from benchharness.telemetry import requirements
 from benchharness.telemetry.fabric_checks import nic_qos
-from benchharness.telemetry.summary import TOOLS_SHOWN, is_probe_facts, pcie_text
+from benchharness.telemetry.summary import is_probe_facts, pcie_text
 
 #: Per-NIC facts, in the order they are reported.
 NIC_FACTS = ("model", "driver", "driver_version", "firmware", "mtu", "speed", "pcie", "numa_node",
@@ -110,7 +111,7 @@ def profile(facts: Mapping[str, Any]) -> dict[str, str]:
     for key, value in (("kernel", host.get("kernel")), ("os", host.get("os"))):
         if (text := _text(value)) is not None:
             out[key] = text
-    for name in (*TOOLS_SHOWN, "ethtool"):
+    for name in dict.fromkeys([*requirements.shown(), "ethtool"]):
         tool = (facts.get("tools") or {}).get(name)
         if isinstance(tool, Mapping) and tool.get("available") and tool.get("version"):
             out[f"tool.{name}"] = str(tool["version"])

@@ -15,17 +15,18 @@ and ASIC temperatures, GPU <-> NIC PCIe relation. Per host: GPUs' PCIe links and
 from __future__ import annotations
 
 import ipaddress
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from benchharness.core.model import Host, Rail, Verdict
 from benchharness.core.values import gpu_indices
+from benchharness.telemetry import requirements
 from benchharness.telemetry.parsers.amd_gpu import parse_rocm_smi_temp
 from benchharness.telemetry.parsers.ethtool_module import parse_module
 from benchharness.telemetry.parsers.gpu import parse_amd_smi
 from benchharness.telemetry.rails import RANK, gpu_table, nic_gpu_relations
+from benchharness.tools.base import version_tuple
 from benchharness.tools.mpi_launch import gpu_count
 
 #: (warn, fail) in °C. A NIC ASIC sensor with its own ``crit`` uses (crit - 10, crit) instead;
@@ -36,9 +37,9 @@ TEMPERATURE_LIMITS: dict[str, tuple[float, float]] = {
     "gpu": (83.0, 90.0),
     "host": (85.0, 95.0),
 }
-#: Oldest versions the harness's command lines and parsers rely on.
-MIN_VERSIONS: dict[str, str] = {"perftest": "4.5", "iperf3": "3.7"}
-REQUIRED_TOOLS: tuple[str, ...] = ("perftest", "iperf3")
+#: Oldest versions the harness's command lines and parsers rely on (each tool's ``ToolFacts``).
+MIN_VERSIONS: dict[str, str] = requirements.min_versions()
+REQUIRED_TOOLS: tuple[str, ...] = requirements.required_tools()
 #: GPU <-> NIC relations that keep GPUDirect RDMA traffic under one PCIe switch.
 GOOD_GPU_NIC = ("PIX", "PXB")
 _MEANING = {"PHB": "through the PCIe host bridge", "NODE": "across host bridges within a NUMA node",
@@ -78,8 +79,6 @@ def _available(section: Any) -> bool:
     return not (isinstance(section, Mapping) and section.get("available") is False)
 
 
-def _version_tuple(text: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in re.findall(r"\d+", text))
 
 
 @dataclass
@@ -274,32 +273,53 @@ class HostJudge:
                      speed_gbps, float(want), speed_gbps, float(want))
 
     def gid_index(self, rf: RailFacts) -> None:
-        """The rail's ``gid_index``: a RoCE v2 GID carrying the rail's address (the right one suggested).
+        """The rail's ``gid_index`` against its port's link layer and GID table.
 
-        perftest, NCCL and UCX address the peer by that GID; a RoCE v1 or link-local entry, or one of
-        another address, connects to the wrong place or not at all.
+        RoCE: a RoCE v2 GID carrying the rail's address (the right one suggested); perftest, NCCL and
+        UCX address the peer by that GID, and a RoCE v1 or link-local entry, or one of another
+        address, connects to the wrong place or not at all; none set, perftest takes GID 0 (the
+        link-local entry). InfiniBand: no GID index at all (the tools leave it out there). An
+        inventory ``link_layer`` that is not the port's own is named too.
         """
         rail, port = rf.rail, rf.port
-        if not rail.rdma_dev or rail.gid_index is None or port is None or port.get("link_layer") != "Ethernet":
-            return  # missing: link_state says so; InfiniBand: GID 0 is right
+        if not rail.rdma_dev or port is None:
+            return  # missing: link_state says so
+        layer = port.get("link_layer")
+        where = f"{rail.rdma_dev}/{rail.rdma_port} ({rail.name})"
+        if rail.link_layer and layer in ("InfiniBand", "Ethernet") and rail.link != layer.lower():
+            self.add(rf, "link_layer", "fail", f"{where}: link_layer={rail.link_layer} in the inventory, but the "
+                     f"port is {layer}: the tools would take the wrong GID and traffic-class flags",
+                     layer, rail.link_layer)
+        if layer == "InfiniBand":
+            if rail.gid_index is not None:
+                self.add(rf, "gid_index", "warn", f"{where} gid_index={rail.gid_index} is set on an InfiniBand "
+                         "port: it is left out there (perftest -x, NCCL_IB_GID_INDEX, UCX_IB_GID_INDEX are for "
+                         "RoCE); remove it from the rail", rail.gid_index, None, rail.gid_index)
+            return
+        if layer != "Ethernet":
+            return
         gids = port.get("gids") or []
         # gid_ip: the address the GID carries when it is not the rail's own (an RDMA device
         # shared into a network namespace or container, whose GIDs hold the root's addresses)
         address = str(self.host.var("gid_ip")) if self.host.var("gid_ip") and \
             rail.rdma_dev == self.host.var("rdma_dev") else rail.data_ip
         good = [g for g in gids if g.get("type") == "RoCE v2" and carries(g.get("gid"), address)]
+        hint = (f"; use gid_index={good[0]['index']}" if good else
+                f"; no RoCE v2 GID carries {address or 'an IPv4 address'} (is the address on "
+                f"{', '.join(port.get('netdevs') or []) or 'the netdev'}?)")
+        suggested = float(good[0]["index"]) if good else None
+        if rail.gid_index is None:
+            self.add(rf, "gid_index", "fail", f"{where}: a RoCE port without gid_index: perftest would use GID 0 "
+                     f"(the link-local entry){hint}", None, address, None, suggested)
+            return
         entry = next((g for g in gids if g.get("index") == rail.gid_index), None)
-        where = f"{rail.rdma_dev}/{rail.rdma_port} ({rail.name}) gid_index={rail.gid_index}"
+        where = f"{where} gid_index={rail.gid_index}"
         if entry is not None and entry in good:
             self.add(rf, "gid_index", "pass", f"{where}: RoCE v2, {entry['gid']}", entry["gid"], address,
                      rail.gid_index)
             return
         found = "no such entry" if entry is None else f"{entry.get('type')} {entry.get('gid')}"
-        hint = (f"; use gid_index={good[0]['index']}" if good else
-                f"; no RoCE v2 GID carries {address or 'an IPv4 address'} (is the address on "
-                f"{', '.join(port.get('netdevs') or []) or 'the netdev'}?)")
-        self.add(rf, "gid_index", "fail", f"{where} is {found}{hint}", found, address, rail.gid_index,
-                 float(good[0]["index"]) if good else None)
+        self.add(rf, "gid_index", "fail", f"{where} is {found}{hint}", found, address, rail.gid_index, suggested)
 
     def nic_temperatures(self, rf: RailFacts) -> None:
         nic = rf.nic or {}
@@ -398,7 +418,7 @@ class HostJudge:
             self.add(None, "gpudirect", "pass", f"{loaded[0]} is loaded (GPUDirect RDMA)", loaded[0], "nvidia_peermem")
             return
         kernel = str((self.facts.get("host") or {}).get("kernel") or "")
-        dmabuf = _version_tuple(kernel) >= (5, 12)
+        dmabuf = version_tuple(kernel) >= (5, 12)
         self.add(None, "gpudirect", "warn", "nvidia_peermem is not loaded: GPUDirect RDMA needs it"
                  + (f", or DMA-BUF (kernel {kernel} has it; needs NVIDIA's open kernel modules and NCCL >= 2.19)"
                     if dmabuf else f" (kernel {kernel or '?'} predates DMA-BUF, 5.12)")
@@ -410,12 +430,13 @@ class HostJudge:
             info = tools.get(name) or {"available": False, "reason": "not probed"}
             if not info.get("available"):
                 probed = self.facts.get("commands", True)
+                hint = requirements.install_hint(name)
                 self.add(None, "tool_version", "fail" if probed else "info",
-                         f"{name} is missing: {info.get('reason')}" if probed else f"{name} not probed "
-                         "(probe ran with --no-commands)", None, minimum.get(name))
+                         f"{name} is missing: {info.get('reason')}" + (f" ({hint})" if hint else "")
+                         if probed else f"{name} not probed (probe ran with --no-commands)", None, minimum.get(name))
                 continue
             version, need = info.get("version"), minimum.get(name)
-            if need and version and _version_tuple(version) < _version_tuple(need):
+            if need and version and version_tuple(version) < version_tuple(need):
                 self.add(None, "tool_version", "fail", f"{name} {version} is older than {need} ({info.get('path')})",
                          version, need)
             elif need and not version:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-TOOLS_SHOWN = ("perftest", "iperf3", "nccl-tests", "rccl-tests", "mpirun", "ucx", "python")
+from benchharness.telemetry import requirements
 
 
 def _available(section: Any) -> bool:
@@ -34,7 +34,7 @@ def host_row(facts: Mapping[str, Any]) -> dict[str, str]:
         pci = gpus.get("pci", []) if isinstance(gpus, Mapping) else []
         gpu_text = f"{len(pci)} on PCIe (no nvidia-smi/amd-smi)" if pci else "none"
     tools = facts.get("tools") or {}
-    versions = [f"{name} {t.get('version') or '?'}" for name in TOOLS_SHOWN
+    versions = [f"{name} {t.get('version') or '?'}" for name in requirements.shown()
                 if isinstance(t := tools.get(name), Mapping) and t.get("available")]
     total = memory.get("total_bytes") if isinstance(memory, Mapping) else None
     return {

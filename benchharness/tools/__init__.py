@@ -11,7 +11,7 @@ import pkgutil
 from functools import cache
 
 from benchharness.core.errors import UsageError
-from benchharness.tools.base import ToolAdapter
+from benchharness.tools.base import ToolAdapter, ToolFacts
 
 _NOT_ADAPTERS = {"base", "common"}
 
@@ -38,3 +38,12 @@ def get_tool(name: str) -> ToolAdapter:
     if name not in tools:
         raise UsageError(f"unknown tool {name!r}; known tools: {', '.join(sorted(tools))}")
     return tools[name]
+
+
+def tool_facts() -> dict[str, ToolFacts]:
+    """Every program the adapters run on hosts (``ADAPTER.requirements``), by name, each once."""
+    found: dict[str, ToolFacts] = {}
+    for adapter in registry().values():
+        for facts in getattr(adapter, "requirements", ()):
+            found.setdefault(facts.name, facts)
+    return found

@@ -2,10 +2,52 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from benchharness.core.model import Command, CommandResult, Record, Step
+
+
+@dataclass(frozen=True)
+class ToolFacts:
+    """What the harness knows of one program on a host, in one place: how to ask its version, how
+    to read the answer, the oldest version the adapter's command lines and parsers rely on, and the
+    packages that provide it. The probe (run on hosts, stdlib only) receives ``probe_entry()`` of
+    each; doctor, preflight, the host summary and ``bench provision`` read the rest."""
+
+    name: str
+    #: The command that prints the version (None: the probe finds it another way, or not at all).
+    version_argv: tuple[str, ...] | None = None
+    #: Regular expression whose first group is the version, searched in stdout + stderr.
+    version_pattern: str = r"(\d+\.\d+(?:\.\d+)*)"
+    min_version: str | None = None
+    #: Debian/Ubuntu and RHEL-family packages that provide it (``bench provision``, doctor's hints).
+    apt: tuple[str, ...] = ()
+    dnf: tuple[str, ...] = ()
+    #: Preflight fails a host that lacks it (the pair tools every suite may use).
+    required: bool = False
+
+    def parse_version(self, text: str) -> str | None:
+        """The version in a ``version_argv`` output, or None."""
+        m = re.search(self.version_pattern, text)
+        return m.group(1) if m else None
+
+    def probe_entry(self) -> dict[str, Any]:
+        """What the probe needs to ask this version on a host (JSON-ready)."""
+        return {"argv": list(self.version_argv or ()), "pattern": self.version_pattern}
+
+    def install_hint(self) -> str:
+        """``apt-get install iperf3 (dnf install iperf3)``; empty when no package provides it."""
+        hints = [f"{tool} install {' '.join(pkgs)}" for tool, pkgs in (("apt-get", self.apt), ("dnf", self.dnf))
+                 if pkgs]
+        return " / ".join(hints)
+
+
+def version_tuple(text: str) -> tuple[int, ...]:
+    """``"3.16"`` -> ``(3, 16)``: versions compared number by number."""
+    return tuple(int(x) for x in re.findall(r"\d+", text))
 
 
 class ToolAdapter(Protocol):
@@ -21,6 +63,8 @@ class ToolAdapter(Protocol):
     params: Mapping[str, Any]
     #: Patterns this tool can run in (``pairs``, ``all-pairs``, ``incast``, ``group`` ...).
     patterns: Sequence[str]
+    #: The programs it runs on hosts (``ToolFacts``): versions, minimums, packages.
+    requirements: Sequence[ToolFacts]
 
     def check_params(self, params: Mapping[str, Any]) -> None:
         """Raise ValueError naming the parameter when a value is wrong for this tool."""

@@ -11,26 +11,43 @@ connection stays up (iperf3 has no native on/off; its ``-t`` is whole seconds, s
 on-periods cannot be separate runs). Interval reports then default to 0.1 s so the samples show
 the cycle. ``stagger: 0.5s`` starts the flows of one step (incast, one-to-many, all-to-all)
 0.5 s apart; records of multi-flow steps carry ``t_offset_s``, their flow's start within the step.
+
+Parallel streams: before iperf3 3.16 one iperf3 process runs all its ``-P`` streams in one thread,
+which one core caps far below a 400G NIC; 3.16 gives every stream a thread of its own (see
+docs/rails.md). So ``streams: N`` is ``-P N`` only where both ends run iperf3 >= 3.16 (inventory
+``iperf3_version``, which ``rails=auto`` fills from the probe) or the suite says
+``parallel: threads``; otherwise each flow is N iperf3 processes of one stream each, on ports of
+their own, started at the same agreed instant (``execution/clocks.py``), and their figures are
+summed into the flow's sample (each process's own summary is kept as a ``kind: process`` record).
+Every server and client runs on its NIC's NUMA node (``tools.common.numa_prefix``, as perftest).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from benchharness.core.errors import ToolFailure
 from benchharness.core.model import Command, CommandResult, Host, Record, Step
 from benchharness.core.units import parse_duration, parse_rate, parse_size
 from benchharness.core.values import argv_list
 from benchharness.tools import iperf3_parse, iperf3_text
-from benchharness.tools.common import reject_unknown
+from benchharness.tools.base import ToolFacts, version_tuple
+from benchharness.tools.common import NUMA_MARKER, NUMACTL, numa_prefix, reject_unknown
+
+#: iperf3 on the hosts: ``iperf3 --version`` prints ``iperf 3.12 (cJSON 1.7.15)``.
+IPERF3 = ToolFacts("iperf3", ("iperf3", "--version"), r"iperf\s+(\d+\.\d+(?:\.\d+)?)", min_version="3.7",
+                   apt=("iperf3",), dnf=("iperf3",), required=True)
+#: The first iperf3 whose ``-P`` streams run in threads of their own.
+MULTITHREADED = "3.16"
+PARALLEL_MODES = ("auto", "threads", "processes")
 
 SERVER_READY = r"Server listening on \d+"
 UDP_DEFAULT_BITRATE = "1G"
 #: Seconds allowed beyond duration + omit for connection setup and the results exchange.
 TIMEOUT_MARGIN_S = 30.0
-_PAIR_PATTERNS = ("pairs", "all-pairs", "ring", "self")
+_PAIR_PATTERNS = ("pairs", "all-pairs", "ring", "self", "gpu-pairs")  # gpu-pairs: the lab's GPU stand-in
 _MAX_UDP_PAYLOAD = 65507
 _MAX_TCP_BLOCK = 1 << 20  # iperf3's MAX_BLOCKSIZE: a larger -l only prints its usage text
 #: Interval reports under on_off unless the suite sets ``interval`` (iperf3's minimum is 0.1 s).
@@ -59,9 +76,10 @@ class Iperf3Adapter:
         "protocol": "tcp", "duration": 5, "omit": 0, "streams": 1, "length": None,
         "bitrate": None, "bidir": False, "reverse": False, "window": None, "zerocopy": False,
         "interval": 1, "connect_timeout": None, "timeout": None, "extra_args": "",
-        "on_off": None, "stagger": None,
+        "on_off": None, "stagger": None, "parallel": "auto", "numa": True,
     }
     patterns: Sequence[str] = (*_PAIR_PATTERNS, "one-to-many", "incast", "all-to-all")
+    requirements: Sequence[ToolFacts] = (IPERF3, NUMACTL)
 
     # ------------------------------------------------------------------ parameters
 
@@ -87,6 +105,10 @@ class Iperf3Adapter:
             raise bad("streams", "must be a whole number >= 1")
         if p["streams"] > 128:
             raise bad("streams", "iperf3 allows at most 128 parallel streams")
+        if p["parallel"] not in PARALLEL_MODES:
+            raise bad("parallel", f"must be one of {', '.join(PARALLEL_MODES)}")
+        if not _is_bool(p["numa"]):
+            raise bad("numa", "must be true or false")
         for name in ("length", "window"):
             if p[name] is not None:
                 try:
@@ -146,13 +168,28 @@ class Iperf3Adapter:
 
     # ------------------------------------------------------------------ commands
 
+    def processes(self, params: Mapping[str, Any], hosts: Sequence[Host]) -> int:
+        """iperf3 processes per flow: 1 (``-P``), or one per stream where ``-P`` would be one thread."""
+        p = {**self.params, **params}
+        streams = int(p["streams"])
+        if streams == 1 or p["parallel"] == "threads":
+            return 1
+        if p["parallel"] == "processes":
+            return streams
+        return 1 if all(_multithreaded(h) for h in hosts) else streams
+
+    def ports_per_flow(self, params: Mapping[str, Any], hosts: Sequence[Host]) -> int:
+        """Server ports one flow takes (the planner reserves them): one per process."""
+        return self.processes(params, hosts)
+
     def commands(self, step: Step, launcher: str = "ssh") -> list[Command]:
-        """Servers (background, one per flow) first, then the clients."""
+        """Servers (background, one per process of each flow) first, then the clients."""
         p = self._resolved(step.params)
-        flows = _flows(step)
-        servers = [self._server(dst, port, p) for _, dst, port, _ in flows]
-        clients = [self._client(src, dst, port, p, label, delay=i * p["stagger"])
-                   for i, (src, dst, port, label) in enumerate(flows)]
+        per_flow = self.processes(p, step.hosts)
+        flows = _flows(step, per_flow)
+        servers = [self._server(f.dst, port, p) for f in flows for port in f.ports]
+        clients = [self._client(f.src, f.dst, port, p, label, delay=i * p["stagger"], threads=per_flow == 1)
+                   for i, f in enumerate(flows) for port, label in zip(f.ports, f.labels, strict=True)]
         return servers + clients
 
     def _resolved(self, params: Mapping[str, Any]) -> dict[str, Any]:
@@ -168,14 +205,16 @@ class Iperf3Adapter:
         return p
 
     def _server(self, host: Host, port: int, p: Mapping[str, Any]) -> Command:
-        argv = [_binary(host), "-s", "-p", str(port), "-1", "-B", host.traffic_ip, "--forceflush"]
+        argv = [*numa_prefix(host, p["numa"]), _binary(host), "-s", "-p", str(port), "-1", "-B", host.traffic_ip,
+                "--forceflush"]
         return Command(host=host, role="server", argv=tuple(argv), background=True,
                        ready_pattern=SERVER_READY, timeout_s=_client_timeout(p) + TIMEOUT_MARGIN_S,
                        label=f"server-{host.name}-{port}")
 
     def _client(self, src: Host, dst: Host, port: int, p: Mapping[str, Any], label: str,
-                delay: float = 0.0) -> Command:
-        argv = [_binary(src), "-c", dst.traffic_ip, "-p", str(port), "-J",
+                delay: float = 0.0, threads: bool = True) -> Command:
+        """One client; ``threads``: its flow's streams are its own ``-P`` (else it is one of them)."""
+        argv = [*numa_prefix(src, p["numa"]), _binary(src), "-c", dst.traffic_ip, "-p", str(port), "-J",
                 "-t", str(int(p["duration"])), "-i", _num(p["interval"])]
         if src.data_ip and src.data_ip != dst.traffic_ip:
             argv += ["-B", src.data_ip]  # leave through the data NIC, not the management one
@@ -183,7 +222,7 @@ class Iperf3Adapter:
             argv.append("-u")
         if p["omit"]:
             argv += ["-O", str(int(p["omit"]))]
-        if p["streams"] != 1:
+        if p["streams"] != 1 and threads:
             argv += ["-P", str(int(p["streams"]))]
         if p["length"] is not None:
             argv += ["-l", str(parse_size(p["length"]))]
@@ -208,26 +247,30 @@ class Iperf3Adapter:
     # ------------------------------------------------------------------ parsing
 
     def parse_step(self, step: Step, results: Sequence[CommandResult]) -> list[Record]:
-        """Records of every client of the step, labelled with the step and the two hosts."""
+        """Records of every flow of the step, labelled with the step and the two hosts; a flow of
+        several processes is their sum (``sum_processes``)."""
         by_label = {r.command.name: r for r in results}
         out: list[Record] = []
-        flows = _flows(step)
+        flows = _flows(step, self.processes(step.params, step.hosts))
         # Several flows share one time axis: each flow's start relative to the first one's.
-        starts = [by_label[f[3]].started for f in flows if f[3] in by_label]
+        starts = [by_label[f.labels[0]].started for f in flows if f.labels[0] in by_label]
         t0 = min(starts, default=0.0)
-        for src, dst, port, label in flows:
-            server_label = f"server-{dst.name}-{port}"
-            result = by_label.get(label)
-            if result is None:
-                raise ToolFailure("missing_result", f"step {step.id}: no result for {label}")
-            try:
-                records = parse_client_result(result)
-            except ToolFailure as exc:
-                where = f"step {step.id}, {label}: {exc.message}"
-                raise ToolFailure(exc.kind, where + _server_note(by_label.get(server_label))) from exc
-            labels = {**step.sample_labels(), "server": dst.name, "client": src.name}
+        for flow in flows:
+            runs = []
+            for port, label in zip(flow.ports, flow.labels, strict=True):
+                server_label = f"server-{flow.dst.name}-{port}"
+                result = by_label.get(label)
+                if result is None:
+                    raise ToolFailure("missing_result", f"step {step.id}: no result for {label}")
+                try:
+                    runs.append(parse_client_result(result))
+                except ToolFailure as exc:
+                    where = f"step {step.id}, {label}: {exc.message}"
+                    raise ToolFailure(exc.kind, where + _server_note(by_label.get(server_label))) from exc
+            records = runs[0] if len(runs) == 1 else sum_processes(runs, flow.ports)
+            labels = {**step.sample_labels(), "server": flow.dst.name, "client": flow.src.name}
             if len(flows) > 1:
-                labels["t_offset_s"] = round(result.started - t0, 3)
+                labels["t_offset_s"] = round(by_label[flow.labels[0]].started - t0, 3)
             out.extend({**labels, **rec} for rec in records)
         return out
 
@@ -262,17 +305,32 @@ def _server_note(server: CommandResult | None) -> str:
     """What the matching server did, when that helps explain a client failure."""
     if server is None:
         return "; no result was recorded for its server"
-    if server.ok and not server.stderr.strip():
+    stderr = "\n".join(ln for ln in server.stderr.splitlines() if not ln.startswith(NUMA_MARKER)).strip()
+    if server.ok and not stderr:
         return ""
-    said = (server.stderr.strip() or server.stdout.strip()).splitlines()[-1:] or [""]
+    said = (stderr or server.stdout.strip()).splitlines()[-1:] or [""]
     state = "timed out" if server.timed_out else server.error or f"rc {server.rc}"
     return f"; server {server.command.name} ({state}): {said[0][:300]}"
 
 
-def _flows(step: Step) -> list[tuple[Host, Host, int, str]]:
-    """(client host, server host, port, client label) for every flow of the step."""
+class Flow(NamedTuple):
+    """One flow of a step: client host, server host, and its processes' server ports and client labels."""
+
+    src: Host
+    dst: Host
+    ports: list[int]
+    labels: list[str]
+
+
+def _flows(step: Step, processes: int = 1) -> list[Flow]:
+    """Every flow of the step; each takes ``processes`` consecutive ports from the step's range."""
     hosts, port = step.hosts, step.port
     pattern = step.pattern
+
+    def flow(src: Host, dst: Host, offset: int, name: str) -> Flow:
+        ports = [port + offset * processes + j for j in range(processes)]
+        return Flow(src, dst, ports, [f"client-{name}-{p}" for p in ports])
+
     if pattern in _PAIR_PATTERNS:
         if pattern == "self" and len(hosts) == 1:
             hosts = (hosts[0], hosts[0])
@@ -280,20 +338,85 @@ def _flows(step: Step) -> list[tuple[Host, Host, int, str]]:
             raise ValueError(f"step {step.id}: pattern {pattern} needs (server, client), "
                              f"got {len(hosts)} hosts")
         server, client = hosts
-        return [(client, server, port, f"client-{client.name}-{port}")]
+        return [flow(client, server, 0, client.name)]
     if len(hosts) < 2:
         raise ValueError(f"step {step.id}: pattern {pattern} needs at least 2 hosts, got {len(hosts)}")
     if pattern == "incast":
         receiver, *senders = hosts
-        return [(s, receiver, port + i, f"client-{s.name}-{port + i}") for i, s in enumerate(senders)]
+        return [flow(s, receiver, i, s.name) for i, s in enumerate(senders)]
     if pattern == "one-to-many":
         sender, *receivers = hosts
-        return [(sender, r, port, f"client-{sender.name}-to-{r.name}-{port}") for r in receivers]
+        return [flow(sender, r, 0, f"{sender.name}-to-{r.name}") for r in receivers]
     if pattern == "all-to-all":
         # Receiver j runs one server per sender i, on port + i.
-        return [(src, dst, port + i, f"client-{src.name}-to-{dst.name}-{port + i}")
+        return [flow(src, dst, i, f"{src.name}-to-{dst.name}")
                 for i, src in enumerate(hosts) for j, dst in enumerate(hosts) if j != i]
     raise ValueError(f"step {step.id}: iperf3 does not support pattern {pattern!r}")
+
+
+#: Figures that add up over the processes of one flow.
+_SUMMED = ("bw_avg_gbps", "bytes", "bw_sent_gbps", "bytes_sent", "retransmits", "packets", "lost_packets",
+           "msg_rate_mpps", "streams", "cpu_local_pct", "cpu_remote_pct")
+
+
+def sum_processes(runs: Sequence[Sequence[Record]], ports: Sequence[int]) -> list[Record]:
+    """One flow measured by several iperf3 processes (started together) as one flow's records.
+
+    Interval records are summed by position (the processes share ``-i`` and their start), summaries
+    by direction: bandwidths, bytes, packets, losses, retransmits, streams and CPU add up; loss is
+    recomputed from the sums, jitter is the worst, duration the longest. Each process's own summary
+    follows as a ``kind: process`` record with its ``process`` index and ``port``.
+    """
+    out: list[Record] = []
+    for kind in ("interval", "summary"):
+        for direction in ("forward", "reverse"):
+            per = [[r for r in records if r.get("kind") == kind and r.get("direction") == direction]
+                   for records in runs]
+            if not any(per):
+                continue
+            if kind == "interval":
+                out.extend(_summed(rows) for rows in zip(*per, strict=False))
+                continue
+            rec = _summed([rows[0] for rows in per if rows])
+            lacking = [str(j) for j, rows in enumerate(per) if not rows]
+            if lacking:
+                rec["partial"] = True
+                rec["partial_reason"] = "; ".join(filter(None, [
+                    rec.get("partial_reason"), f"process {', '.join(lacking)} gave no {direction} summary"]))
+            out.append(rec)
+    for j, (records, port) in enumerate(zip(runs, ports, strict=True)):
+        out.extend({**r, "kind": "process", "process": j, "port": port}
+                   for r in records if r.get("kind") == "summary")
+    return out
+
+
+def _summed(rows: Sequence[Record]) -> Record:
+    rec: Record = dict(rows[0])
+    for key in _SUMMED:
+        values = [r[key] for r in rows if isinstance(r.get(key), int | float) and not isinstance(r.get(key), bool)]
+        if values:
+            rec[key] = sum(values)
+    if "duration_s" in rec:
+        rec["duration_s"] = max(float(r.get("duration_s") or 0.0) for r in rows)
+    jitters = [r["jitter_ms"] for r in rows if r.get("jitter_ms") is not None]
+    if jitters:
+        rec["jitter_ms"] = max(jitters)
+    if rec.get("packets") and "lost_packets" in rec:
+        rec["loss_pct"] = 100.0 * rec["lost_packets"] / rec["packets"]
+    if any(r.get("omitted") for r in rows):
+        rec["omitted"] = True
+    reasons = [str(r["partial_reason"]) for r in rows if r.get("partial")]
+    if reasons:
+        rec["partial"] = True
+        rec["partial_reason"] = "; ".join(dict.fromkeys(reasons))
+    rec["processes"] = len(rows)
+    return rec
+
+
+def _multithreaded(host: Host) -> bool:
+    """Whether ``host`` runs an iperf3 whose ``-P`` streams get threads of their own (>= 3.16)."""
+    version = host.var("iperf3_version")
+    return version is not None and version_tuple(str(version)) >= version_tuple(MULTITHREADED)
 
 
 def on_off_seconds(value: Any) -> tuple[float, float]:
@@ -340,7 +463,7 @@ def _binary(host: Host) -> str:
 
 def _telling_line(stderr: str) -> str:
     """The line of iperf3's stderr that says what went wrong, not its whole usage text."""
-    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    lines = [line.strip() for line in stderr.splitlines() if line.strip() and not line.startswith(NUMA_MARKER)]
     for line in lines:
         if line.startswith("iperf3: ") or "error" in line.lower() or "not found" in line.lower():
             return line

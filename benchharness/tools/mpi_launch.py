@@ -12,6 +12,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from benchharness.core.model import Host
+from benchharness.tools.base import ToolFacts
+
+#: Open MPI's launcher on the hosts: ``mpirun (Open MPI) 4.1.4`` (MPICH's Hydra: ``Version: 4.0.2``).
+MPIRUN = ToolFacts("mpirun", ("mpirun", "--version"), r"(?:\(Open MPI\)|Version:?)\s*v?(\d+(?:\.\d+)+)",
+                   apt=("openmpi-bin",), dnf=("openmpi",))
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Variables mpirun or the ranks' launch depends on; a suite overriding them breaks the launch.

@@ -3,11 +3,12 @@
 One step is one ``mpirun`` on the step's first host (the launcher) with ranks on every step host
 (pattern ``group``, or ``scaling`` where the planner grows the host list). ``collective`` runs
 rccl-tests on hosts with ``gpus > 0`` and ``gpu_vendor: amd``, nccl-tests on other GPU hosts, and
-the CPU benchmark (``benchharness.collectives.mpi_allreduce``, same table) on hosts without GPUs.
+the CPU benchmark (``benchharness.onhost.mpi_allreduce``, same table) on hosts without GPUs.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -15,11 +16,14 @@ from typing import Any
 from benchharness.core.errors import ConfigError, ToolFailure
 from benchharness.core.model import Command, CommandResult, Host, Record, Step
 from benchharness.core.units import parse_size
+from benchharness.tools.base import ToolFacts
 from benchharness.tools.mpi_launch import (
+    MPIRUN,
     build_mpirun,
     build_srun,
     check_env,
     gpu_count,
+    gpu_numa,
     launch_settings,
     mgmt_netdevs,
     rdma_devices,
@@ -32,6 +36,15 @@ GPU_COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "br
 CPU_COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast")
 REDOPS = ("sum", "prod", "min", "max", "avg", "mulsum", "all")
 CPU_PROGRAM = "/tmp/benchharness/mpi_allreduce.py"
+#: Pattern ``gpu-pairs``: rank r (one per host) sees only the r-th GPU of the comma list it is given
+#: (rank 0 on the step's first host, rank 1 on its second), so that GPU i of one node meets GPU j
+#: of the other; where the r-th entry of the NUMA list is known the rank runs on that GPU's NUMA
+#: node (mpirun then maps one rank per node and binds none). Open MPI sets OMPI_COMM_WORLD_RANK,
+#: Slurm SLURM_PROCID.
+GPU_WRAPPER = ('l="$1"; v="$2"; m="$3"; shift 3; r="${OMPI_COMM_WORLD_RANK:-${SLURM_PROCID:-0}}"; '
+               'g=$(printf %s "$l" | cut -d, -f"$((r + 1))"); export "$v=$g"; '
+               'n=$(printf %s "$m" | cut -d, -f"$((r + 1))"); '
+               'if [ -n "$n" ]; then exec numactl --cpunodebind="$n" --membind="$n" "$@"; fi; exec "$@"')
 #: ``require_network: any`` / ``require_gdr: any``: do not check (the defaults check IB and GDR).
 ANY = "any"
 
@@ -149,6 +162,8 @@ def _mpirun(step: Step, p: Mapping[str, Any], program: list[str], env: Mapping[s
     slots = _slots(step, p, gpus)
     try:
         launch = launch_settings(step.hosts, gpus, int(p["gpus_per_proc"]))
+        if step.pattern == "gpu-pairs":  # one rank per host, bound to its GPU's node by GPU_WRAPPER
+            launch = dataclasses.replace(launch, gpu_numa=(), bind_to="none")
         if launch_via == "slurm":
             from benchharness.transport.slurm import node_name, site_args
 
@@ -213,10 +228,12 @@ class NcclTests:
     """nccl-tests (``vendor='nvidia'``) or rccl-tests (``vendor='amd'``): ``<op>_perf`` under mpirun."""
 
     params = PARAMS
-    patterns = ("group", "scaling")
+    patterns = ("group", "scaling", "gpu-pairs")
 
     def __init__(self, name: str, vendor: str, dir_var: str) -> None:
         self.name, self.vendor, self.dir_var = name, vendor, dir_var
+        # built from source by the nccl_tests / rccl_tests roles; the probe finds them itself
+        self.requirements: tuple[ToolFacts, ...] = (ToolFacts("rccl" if vendor == "amd" else name), MPIRUN)
         self.description = f"{name}: NCCL-style collectives ({'RCCL, ROCm' if vendor == 'amd' else 'NCCL'}) "\
                            "over mpirun, with NCCL_DEBUG transport checks"
 
@@ -236,11 +253,26 @@ class NcclTests:
         bindir = p["binary_dir"] or step.hosts[0].var(self.dir_var)
         binary = f"{str(bindir).rstrip('/')}/{p['op']}_perf" if bindir else f"{p['op']}_perf"
         program = [binary, *_tool_args(p, _FLAGS), "-g", str(p["gpus_per_proc"])]
+        if step.pattern == "gpu-pairs":
+            program, p = self._gpu_pair(step, binary, p)
         try:
             env = self.env(p, step.hosts)
         except ValueError as exc:
             raise ConfigError(f"step {step.id}: {exc}") from exc
         return _mpirun(step, p, program, env, gpus=True, launch_via=launcher)
+
+    def _gpu_pair(self, step: Step, binary: str, p: Mapping[str, Any]) -> tuple[list[str], dict[str, Any]]:
+        """Two ranks, one GPU each: the GPU of each side's view (``planning.gpus``), made the only
+        one it sees (CUDA_VISIBLE_DEVICES; HIP_VISIBLE_DEVICES for RCCL), ``-g 1``."""
+        gpus = [h.var("gpu_index") for h in step.hosts]
+        if len(step.hosts) != 2 or any(g is None for g in gpus):
+            raise ConfigError(f"step {step.id}: pattern gpu-pairs needs two GPU views (planning.gpus)")
+        one = {**p, "gpus_per_proc": 1, "procs_per_host": 1}
+        visible = "HIP_VISIBLE_DEVICES" if self.vendor == "amd" else "CUDA_VISIBLE_DEVICES"
+        numa = [dict(gpu_numa([h])).get(int(g)) if g is not None else None for h, g in zip(step.hosts, gpus, strict=True)]
+        return (["sh", "-c", GPU_WRAPPER, "bench-gpu", ",".join(str(g) for g in gpus), visible,
+                 ",".join("" if n is None else str(n) for n in numa),
+                 binary, *_tool_args(one, _FLAGS), "-g", "1"], one)
 
     def parse_step(self, step: Step, results: Sequence[CommandResult]) -> list[Record]:
         p = requirements(_merged(step.params), step.hosts)
@@ -313,6 +345,7 @@ class CpuCollective:
     description = "CPU collectives over MPI (mpi4py, NumPy), printed as an nccl-tests table"
     params = PARAMS
     patterns = ("group", "scaling")
+    requirements: tuple[ToolFacts, ...] = (MPIRUN,)
 
     def check_params(self, params: Mapping[str, Any]) -> None:
         check_collective_params(params, CPU_COLLECTIVES)
@@ -322,9 +355,9 @@ class CpuCollective:
         if p["op"] not in CPU_COLLECTIVES:
             raise ConfigError(f"step {step.id}: the CPU benchmark has no {p['op']} "
                               f"(it has {', '.join(CPU_COLLECTIVES)})")
-        spec = importlib.util.find_spec("benchharness.collectives.mpi_allreduce")
+        spec = importlib.util.find_spec("benchharness.onhost.mpi_allreduce")
         if spec is None or spec.origin is None:
-            raise ToolFailure("tool_missing", "benchharness.collectives.mpi_allreduce is not installed")
+            raise ToolFailure("tool_missing", "benchharness.onhost.mpi_allreduce is not installed")
         if p["cpu_maxbytes"] is not None and parse_size(p["maxbytes"]) > parse_size(p["cpu_maxbytes"]):
             # the GPU sizing (8G) would take minutes per size on CPUs: stop at cpu_maxbytes
             p = {**p, "maxbytes": p["cpu_maxbytes"],
@@ -374,7 +407,12 @@ class Collective:
     name = "collective"
     description = "collective sweep: rccl-tests on AMD GPUs, nccl-tests on NVIDIA GPUs, MPI CPU benchmark otherwise"
     params = PARAMS
-    patterns = ("group", "scaling")
+    patterns = ("group", "scaling", "gpu-pairs")  # gpu-pairs needs gpus: never the CPU backend
+
+    @property
+    def requirements(self) -> tuple[ToolFacts, ...]:
+        """Those of every backend it may choose."""
+        return tuple({f.name: f for b in (NCCL, RCCL, CPU) for f in b.requirements}.values())
 
     def check_params(self, params: Mapping[str, Any]) -> None:
         check_collective_params(params)

@@ -6,12 +6,11 @@ background, and is ready when it prints perftest's "Waiting for client to connec
 perftest does not flush stdout, so the server runs under ``stdbuf -oL`` or the banner would only
 appear at exit.
 
-NUMA: by default the tool runs on the NUMA node of the NIC. An inventory ``numa_node`` pins to
-that node with numactl. Otherwise a small fixed ``sh`` script reads the node from sysfs
-(``/sys/class/net/<netdev>/device/numa_node``, or ``/sys/class/infiniband/<rdma_dev>/device/...``)
-and pins when the kernel knows one; ``numactl --cpunodebind=netdev:DEV`` itself fails outright on
-hosts whose NIC has no node (single-socket machines, VMs), and ``file:PATH`` only resolves block
-devices. The script reports the node it used on stderr (``BENCH_NUMA=<n>``), so records carry it.
+NUMA: by default the tool runs on the NUMA node of the NIC (``tools.common.numa_prefix``: the
+inventory's ``numa_node`` with numactl, else the node sysfs gives); the node it used is reported on
+stderr (``BENCH_NUMA=<n>``), so records carry it.
+
+Each ``ib_*`` test is one entry of ``TESTS`` here (``ib_atomic_bw`` is no module of its own).
 """
 
 from __future__ import annotations
@@ -25,7 +24,8 @@ from benchharness.core.model import Command, CommandResult, Host, Record, Step
 from benchharness.core.units import parse_duration, parse_size
 from benchharness.core.values import argv_list
 from benchharness.tools import perftest_parse as pp
-from benchharness.tools.common import reject_unknown
+from benchharness.tools.base import ToolFacts
+from benchharness.tools.common import NUMACTL, numa_prefix, reject_unknown
 
 TESTS = ("ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_atomic_bw",
          "ib_write_lat", "ib_read_lat", "ib_send_lat", "ib_atomic_lat")
@@ -34,17 +34,15 @@ MTUS = (256, 512, 1024, 2048, 4096)
 #: The server prints this (regex) once it is about to accept the client's socket connection.
 READY_PATTERN = r"Waiting for client (?:to connect|rdma_cm QP to connect)"
 
-_NUMA_SCRIPT = (
-    'p="$1"; shift; n=$(cat "$p" 2>/dev/null)\n'
-    'case "$n" in ""|*[!0-9]*) echo "' + pp.NUMA_MARKER + 'none ($p: ${n:-unreadable})" >&2; '
-    'exec "$@";; esac\n'
-    'if command -v numactl >/dev/null 2>&1; then echo "' + pp.NUMA_MARKER + '$n" >&2; '
-    'exec numactl --cpunodebind="$n" --membind="$n" "$@"; fi\n'
-    'echo "' + pp.NUMA_MARKER + 'none (numactl missing)" >&2; exec "$@"\n')
 _JSON_SCRIPT = (
     'f="$1"; shift; rm -f "$f"; "$@"; rc=$?\n'
     'if [ -s "$f" ]; then echo "' + pp.JSON_MARKER + '"; cat "$f"; fi; rm -f "$f"; exit $rc\n')
 
+
+#: perftest on the hosts: ``ib_write_bw --version`` prints ``Version: 6.06`` (and exits 1).
+PERFTEST = ToolFacts("perftest", ("ib_write_bw", "--version"), r"Version:?\s*(\d+(?:\.\d+)+)", min_version="4.5",
+                     apt=("perftest", "rdma-core", "ibverbs-utils"),
+                     dnf=("perftest", "rdma-core", "libibverbs-utils"), required=True)
 
 NEAREST = "nearest"
 #: perftest ``--rate_limit_type`` (perftest --help: "[HW/SW/PP] Limit the QP's by HW, PP or by SW").
@@ -98,6 +96,7 @@ class PerftestAdapter:
         "numa": True, "extra_args": None, "timeout": None, "tclass": None,
     }
     patterns: Sequence[str] = ("pairs", "all-pairs", "ring", "incast", "self")
+    requirements: Sequence[ToolFacts] = (PERFTEST, NUMACTL)
 
     # ---- parameters -------------------------------------------------------------------------
 
@@ -235,18 +234,7 @@ class PerftestAdapter:
     @staticmethod
     def numa_prefix(params: Mapping[str, Any], host: Host) -> list[str]:
         """argv prefix that runs the tool on the NIC's NUMA node (empty when numa is off)."""
-        if not params.get("numa", True):
-            return []
-        node = host.var("numa_node")
-        if node is not None:
-            return ["numactl", f"--cpunodebind={node}", f"--membind={node}"]
-        if host.var("netdev"):
-            path = f"/sys/class/net/{host.var('netdev')}/device/numa_node"
-        elif host.var("rdma_dev"):
-            path = f"/sys/class/infiniband/{host.var('rdma_dev')}/device/numa_node"
-        else:
-            return []
-        return ["sh", "-c", _NUMA_SCRIPT, "bench-numa", path]
+        return numa_prefix(host, bool(params.get("numa", True)))
 
     @staticmethod
     def timeout_s(params: Mapping[str, Any]) -> float:

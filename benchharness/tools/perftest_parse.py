@@ -21,14 +21,12 @@ from typing import Any
 
 from benchharness.core.errors import ToolFailure
 from benchharness.core.model import Record
+from benchharness.tools.common import NUMA_MARKER
 from benchharness.tools.textclean import clean
 
 MIB = 1 << 20
 #: Line the adapter's client wrapper prints before the ``--out_json`` file it appends to stdout.
 JSON_MARKER = "=== bench: perftest out_json ==="
-#: Line the adapter's NUMA wrapper prints on stderr: the node it pinned to, or ``none``.
-NUMA_MARKER = "BENCH_NUMA="
-
 _VERBS = {"Send": "send", "RDMA_Write": "write", "RDMA_Read": "read", "Atomic": "atomic"}
 _TITLE_RE = re.compile(
     r"^\s*(Send|RDMA_Write|RDMA_Read|Atomic)\s+(?:(?:CMP_AND_SWAP|FETCH_AND_ADD)\s+)?"

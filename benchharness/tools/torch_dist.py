@@ -1,6 +1,6 @@
 """Tool ``torch``: torch.distributed collectives on the hosts' own Python and torch.
 
-The host program is ``benchharness.collectives.torch_dist`` (copied to every host), which prints
+The host program is ``benchharness.onhost.torch_dist`` (copied to every host), which prints
 nccl-tests' table, so its samples (``busbw_GBps`` over ``size_bytes``) sit beside nccl-tests' in one
 chart. Backend ``nccl`` on NVIDIA and AMD (RCCL) GPU hosts, ``gloo`` on CPU hosts. Launch:
 
@@ -25,7 +25,7 @@ from typing import Any
 from benchharness.core.errors import ConfigError, ToolFailure
 from benchharness.core.model import Command, CommandResult, Host, Record, Step
 from benchharness.core.units import parse_size
-from benchharness.tools.mpi_launch import build_srun, check_env, gpu_count, launch_settings
+from benchharness.tools.mpi_launch import build_srun, check_env, gpu_count, gpu_numa, launch_settings
 from benchharness.tools.nccl_parse import parse_nccl_tests
 from benchharness.tools.nccl_tests import _mpirun, fabric_env
 
@@ -126,10 +126,10 @@ def python_of(host: Host, p: Mapping[str, Any]) -> str:
 
 
 def program_file(module: str) -> str:
-    """Local path of a host program shipped in ``benchharness.collectives``."""
-    spec = importlib.util.find_spec(f"benchharness.collectives.{module}")
+    """Local path of a host program shipped in ``benchharness.onhost``."""
+    spec = importlib.util.find_spec(f"benchharness.onhost.{module}")
     if spec is None or spec.origin is None:
-        raise ToolFailure("tool_missing", f"benchharness.collectives.{module} is not installed")
+        raise ToolFailure("tool_missing", f"benchharness.onhost.{module} is not installed")
     return spec.origin
 
 
@@ -146,7 +146,8 @@ def launch_commands(step: Step, p: Mapping[str, Any], program: Sequence[str], la
     except ValueError as exc:
         raise ConfigError(f"step {step.id}: {exc}") from exc
     if launch == "torchrun":
-        return [_torchrun(step, p, i, h, slots[i], port, program, env, uploads) for i, h in enumerate(step.hosts)]
+        return [_torchrun(step, p, i, h, slots[i], port, [*program, *(numa_args(h, slots[i]) if gpus else [])],
+                          env, uploads) for i, h in enumerate(step.hosts)]
     env |= {"MASTER_ADDR": first.address, "MASTER_PORT": str(port)}
     argv = [python_of(first, p), *program]
     if launch == "mpirun":
@@ -154,6 +155,19 @@ def launch_commands(step: Step, p: Mapping[str, Any], program: Sequence[str], la
         return _mpirun(step, {**p, **one_gpu_each}, argv, env,
                        gpus=gpus, launch_via=launcher, uploads=uploads)
     return [_srun(step, p, slots, argv, env, gpus, uploads)]
+
+
+def numa_args(host: Host, nproc: int) -> list[str]:
+    """``--numa-nodes`` for the ranks torchrun starts on ``host``: local rank i drives GPU i (the
+    program's ``init``) and binds to that GPU's NUMA node (the rails' ``nearest_gpu`` and
+    ``numa_node``, the facts mpirun's placement uses); nothing when a rank's node is not known."""
+    try:
+        nodes = dict(gpu_numa([host]))
+    except ValueError:
+        return []
+    if nproc < 1 or any(i not in nodes for i in range(nproc)):
+        return []
+    return ["--numa-nodes", ",".join(str(nodes[i]) for i in range(nproc))]
 
 
 def _torchrun(step: Step, p: Mapping[str, Any], index: int, host: Host, nproc: int, port: int,
@@ -201,7 +215,7 @@ def check_results(step: Step, results: Sequence[CommandResult], marker: str) -> 
             raise ToolFailure("launch_failed", f"{where}: {res.error}")
         if "No module named 'torch'" in text or "No module named torch" in text:
             raise ToolFailure("tool_missing", f"{where}: {res.command.argv[0]} has no torch "
-                              "(set the suite's python, or host var torch_python)")
+                              "(set the suite's python, or host var torch_python)", host=res.command.host.name)
         if res.timed_out:
             raise ToolFailure("timeout", f"{where}: ran past {res.command.timeout_s:.0f} s")
     mine = [r for r in results if marker in r.stdout]

@@ -1,6 +1,6 @@
 """Tool ``torch-train``: training-step proxies (DDP, expert all-to-all, pipeline send/recv) over torch.
 
-The host program is ``benchharness.collectives.torch_train`` (with ``torch_dist.py`` beside it),
+The host program is ``benchharness.onhost.torch_train`` (with ``torch_dist.py`` beside it),
 launched like tool ``torch`` (torchrun over SSH, mpirun, or srun). One sample per step: the proxy,
 its shape (parameters, buckets, tokens ...) and ``step_ms``, ``compute_ms`` (the same step without
 communication), ``exposed_ms`` (their difference) and ``comm_ms`` (the communication alone).

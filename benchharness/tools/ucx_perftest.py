@@ -25,6 +25,7 @@ from benchharness.core.errors import ToolFailure
 from benchharness.core.model import Command, CommandResult, Host, Record, Step
 from benchharness.core.units import parse_duration, parse_size
 from benchharness.core.values import argv_list
+from benchharness.tools.base import ToolFacts
 from benchharness.tools.common import reject_unknown
 from benchharness.tools.mpi_launch import check_env
 from benchharness.tools.textclean import clean
@@ -36,6 +37,8 @@ UCP_TESTS = ("tag_bw", "tag_lat", "tag_sync_bw", "tag_sync_lat", "ucp_put_bw", "
 UCT_TESTS = ("am_bw", "am_lat", "put_bw", "put_lat", "add_lat", "get", "fadd", "swap", "cswap",
              "add_mr")
 READY_PATTERN = r"Waiting for connection"
+#: UCX on the hosts: ``ucx_info -v`` prints ``# Version 1.13.1`` (before 1.10: ``# UCT version=1.9.0``).
+UCX = ToolFacts("ucx", ("ucx_info", "-v"), r"[Vv]ersion\s*[= ]\s*(\d+(?:\.\d+)+)", apt=("ucx-utils",), dnf=("ucx",))
 
 _NUM = r"-?[\d,]+(?:\.\d+)?"
 _ROW_RE = re.compile(r"^\s*(Final:|\[thread \d+\])?\s*((?:" + _NUM + r"\s+)*" + _NUM + r")\s*$")
@@ -142,6 +145,7 @@ class UcxPerftestAdapter:
         "uct_transport": None, "extra_args": None, "timeout": None, "env": {},
     }
     patterns: Sequence[str] = ("pairs", "all-pairs", "ring", "incast", "self")
+    requirements: Sequence[ToolFacts] = (UCX,)
 
     def check_params(self, params: Mapping[str, Any]) -> None:
         """Raise ValueError naming the parameter when a value is wrong for ucx_perftest."""

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 try:
-    from benchharness.collectives import torch_dist as td
+    from benchharness.onhost import torch_dist as td
 except ImportError:  # on a host: the sweep program was copied beside this one
     import torch_dist as td  # type: ignore[no-redef]
 
@@ -179,8 +179,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("-n", "--iters", type=int, default=5)
     p.add_argument("-w", "--warmup", type=int, default=2)
     p.add_argument("--backend", default="auto", choices=("auto", "nccl", "gloo"))
+    p.add_argument("--numa-nodes", default="", help="NUMA node of each local rank (0,0,1,1): bind to its CPUs")
     a = p.parse_args(sys.argv[1:] if argv is None else argv)
-    torch, dist, device, backend = td.init(a.backend)
+    torch, dist, device, backend = td.init(a.backend, a.numa_nodes)
     timer = Timer(torch, dist, device)
     result = {"ddp": ddp, "moe": moe, "pipeline": pipeline}[a.proxy](a, torch, dist, device, timer)
     if dist.get_rank() == 0:

@@ -2,7 +2,7 @@
 
 Run under mpirun on hosts without GPUs::
 
-    mpirun -np 3 python -m benchharness.collectives.mpi_allreduce -b 8 -e 128M -f 2 --collective all_reduce
+    mpirun -np 3 python -m benchharness.onhost.mpi_allreduce -b 8 -e 128M -f 2 --collective all_reduce
 
 Sizes, counts and bandwidths follow nccl-tests (src/*.cu and doc/PERFORMANCE.md): ``size`` is the
 larger of the send and receive buffers in bytes, ``algbw = size / time`` in 10^9 bytes/s, and

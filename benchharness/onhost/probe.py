@@ -4,13 +4,17 @@
 Copied to each host and run with the host's own interpreter::
 
     python3 probe.py [--root DIR] [--path-prefix DIR] [--no-commands] [--include-virtual] [--timeout S]
+                     [--tools JSON]
 
 Standard library only and no imports from benchharness; it runs on Python 3.6 and later (RHEL 8's
 python3), hence ``typing`` generics below. Every missing source is recorded as
 ``{"available": false, "reason": "..."}``; every external command runs with a timeout; every section
 is wrapped so that the probe never crashes. ``--root`` reads sysfs/procfs/etc under DIR (captured
 trees in tests, lab hosts standing for GPU nodes); ``--path-prefix`` puts directories first on PATH
-(stand-in ``nvidia-smi``/``amd-smi`` of such a lab host); ``--no-commands`` skips external commands. Complex command outputs (``nvidia-smi
+(stand-in ``nvidia-smi``/``amd-smi`` of such a lab host); ``--no-commands`` skips external commands;
+``--tools`` names the programs whose versions to ask, ``{"iperf3": {"argv": ["iperf3", "--version"],
+"pattern": "iperf\\s+(\\d+...)"}}``: the controller sends the tool adapters' facts
+(``telemetry/requirements.py``), so no tool's version command is written here. Complex command outputs (``nvidia-smi
 topo -m``, ``ethtool -m``, ``amd-smi``) are kept raw for the parsers on the controller side.
 """
 # Python 3.6 compatible on purpose: typing generics, no capture_output/text=, no zip(strict=).
@@ -67,10 +71,13 @@ def _cpulist(text: Optional[str]) -> List[int]:
     return cpus
 
 
-def _first_version(text: str) -> Optional[str]:
-    m = re.search(r"(?:Version:?|version)\s*:?\s*v?(\d+(?:\.\d+)+)", text)
-    m = m or re.search(r"(\d+\.\d+(?:\.\d+)*)", text)
-    return m.group(1) if m else None
+def _version(text: str, pattern: Optional[str]) -> Optional[str]:
+    """The first group of ``pattern`` in ``text`` (the tool's own version pattern), else None."""
+    try:
+        m = re.search(pattern or r"(\d+\.\d+(?:\.\d+)*)", text)
+    except re.error:
+        return None
+    return m.group(1) if m and m.groups() else None
 
 
 def _pci_path(pci_dir: Optional[str]) -> List[str]:
@@ -95,8 +102,9 @@ class Probe:
     """Reads one host (or a captured tree under ``root``) into JSON-ready dicts."""
 
     def __init__(self, root: str = "/", commands: bool = True, include_virtual: bool = False,
-                 timeout: float = 5.0) -> None:
+                 timeout: float = 5.0, tools: Optional[Dict[str, Any]] = None) -> None:
         self.root = root
+        self.tool_checks = tools or {}  # type: Dict[str, Any]
         self.real = os.path.abspath(root) == "/"
         self.commands = commands
         self.include_virtual = include_virtual
@@ -553,22 +561,23 @@ class Probe:
                 "thermal_zones": zones if zones else unavailable("no thermal zones")}
 
     def tools(self) -> Dict[str, Any]:
-        checks = {
-            "perftest": ["ib_write_bw", "--version"], "iperf3": ["iperf3", "--version"],
-            "mpirun": ["mpirun", "--version"], "ucx": ["ucx_info", "-v"], "ethtool": ["ethtool", "--version"],
-        }
+        checks = {name: c for name, c in self.tool_checks.items()
+                  if isinstance(c, dict) and c.get("argv")}  # type: Dict[str, Dict[str, Any]]
 
-        def version(argv: List[str]) -> Dict[str, Any]:
+        def version(check: Dict[str, Any]) -> Dict[str, Any]:
+            argv = [str(a) for a in check["argv"]]
             res = self.run(argv)
             if not res["available"]:
                 return res
             text = (res["stdout"] + "\n" + res["stderr"]).strip()
             # ib_write_bw --version prints "Version: 6.06" and exits 1: the text decides, not rc.
-            return {"available": True, "version": _first_version(text), "path": shutil.which(argv[0]),
-                    "text": text.splitlines()[0][:200] if text else ""}
+            return {"available": True, "version": _version(text, check.get("pattern")),
+                    "path": shutil.which(argv[0]), "text": text.splitlines()[0][:200] if text else ""}
 
-        with ThreadPoolExecutor(max_workers=len(checks)) as pool:
-            results = dict(zip(checks, pool.map(version, checks.values())))
+        results = {}  # type: Dict[str, Any]
+        if checks:
+            with ThreadPoolExecutor(max_workers=len(checks)) as pool:
+                results = dict(zip(checks, pool.map(version, checks.values())))
         results["nccl-tests"] = self.nccl_tests()
         rccl = self.rccl_version()
         results["rccl"] = {"available": True, "version": rccl} if rccl else unavailable(
@@ -636,11 +645,19 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--timeout", type=float, default=5.0, help="seconds per external command")
     parser.add_argument("--path-prefix", action="append", default=[],
                         help="directory searched first for commands (stand-in nvidia-smi, amd-smi ...)")
+    parser.add_argument("--tools", default="{}",
+                        help='JSON: programs whose versions to ask, {"NAME": {"argv": [...], "pattern": "RE"}}')
     args = parser.parse_args(argv)
+    try:
+        tools = json.loads(args.tools)
+    except ValueError as exc:
+        parser.error(f"--tools: not JSON: {exc}")
+    if not isinstance(tools, dict):
+        parser.error("--tools: must be a JSON object")
     if args.path_prefix:
         os.environ["PATH"] = os.pathsep.join([*args.path_prefix, os.environ.get("PATH", "")])
     probe = Probe(args.root, commands=not args.no_commands, include_virtual=args.include_virtual,
-                  timeout=args.timeout)
+                  timeout=args.timeout, tools=tools)
     json.dump(probe.collect(), sys.stdout, indent=1, sort_keys=True, default=str)
     sys.stdout.write("\n")
     return 0

@@ -68,12 +68,50 @@ def world() -> tuple[int, int, int]:
     raise SystemExit("torch_dist: no rank in the environment (run under torchrun, mpirun or srun)")
 
 
-def init(backend: str) -> tuple[Any, Any, Any, str]:
-    """(torch, torch.distributed, device, backend) with the process group up."""
+NODE_SYSFS = "/sys/devices/system/node"
+
+
+def parse_cpulist(text: str) -> set[int]:
+    """CPUs of a sysfs ``cpulist`` (``0-31,64-95``; Documentation/ABI/stable/sysfs-devices-node)."""
+    cpus: set[int] = set()
+    for part in text.strip().split(","):
+        if part:
+            lo, _, hi = part.partition("-")
+            cpus.update(range(int(lo), int(hi or lo) + 1))
+    return cpus
+
+
+def bind_numa(nodes: str, local: int, root: str = NODE_SYSFS) -> set[int] | None:
+    """Pin this rank to the CPUs of its GPU's NUMA node: ``nodes`` lists the node of each local
+    rank (``--numa-nodes 0,0,0,0,1,1,1,1``, from the rails as mpirun's placement has it). What
+    ``numactl --cpunodebind`` does, with the stdlib (memory then follows by first touch). Returns
+    the CPUs, or None (and a line on stderr) when it cannot: the rank runs unbound."""
+    if not nodes:
+        return None
+    items = nodes.split(",")
+    if local >= len(items):
+        print(f"torch_dist: local rank {local} has no NUMA node in {nodes!r}; not bound", file=sys.stderr)
+        return None
+    path = os.path.join(root, f"node{int(items[local])}", "cpulist")
+    try:
+        with open(path) as fh:
+            cpus = parse_cpulist(fh.read())
+        os.sched_setaffinity(0, cpus)
+    except (OSError, ValueError) as exc:
+        print(f"torch_dist: local rank {local}: cannot bind to NUMA node {items[local]} ({path}: {exc}); "
+              "not bound", file=sys.stderr)
+        return None
+    return cpus
+
+
+def init(backend: str, numa_nodes: str = "") -> tuple[Any, Any, Any, str]:
+    """(torch, torch.distributed, device, backend) with the process group up; the rank bound to
+    its GPU's NUMA node first (``bind_numa``), so that torch's threads start there."""
+    rank, size, local = world()
+    bind_numa(numa_nodes, local)
     import torch
     import torch.distributed as dist
 
-    rank, size, local = world()
     if backend == "auto":
         backend = "nccl" if torch.cuda.is_available() else "gloo"
     device = torch.device("cpu")
@@ -190,8 +228,9 @@ def sweep(argv: list[str]) -> int:
     p.add_argument("-c", "--check", type=int, default=1)
     p.add_argument("--op", default="all_reduce", choices=OPS)
     p.add_argument("--backend", default="auto", choices=("auto", "nccl", "gloo"))
+    p.add_argument("--numa-nodes", default="", help="NUMA node of each local rank (0,0,1,1): bind to its CPUs")
     a = p.parse_args(argv)
-    torch, dist, device, backend = init(a.backend)
+    torch, dist, device, backend = init(a.backend, a.numa_nodes)
     rank, n = dist.get_rank(), dist.get_world_size()
 
     def emit(text: str) -> None:
