@@ -18,7 +18,7 @@ from benchharness.telemetry import load, series
 from benchharness.telemetry.health import HealthError, families, parse_health
 from tests import fabric_runs
 
-SAMPLER = Path(__file__).resolve().parents[1] / "benchharness" / "telemetry" / "sampler.py"
+SAMPLER = Path(__file__).resolve().parents[1] / "benchharness" / "onhost" / "sampler.py"
 
 
 def test_load_limits_parse_and_fail_clearly() -> None:
