@@ -1,10 +1,10 @@
-"""Fabric health on the loopback lab, against known truth: real packet loss (nftables dropping 5%
-of one host's outgoing TCP packets; the kernel has no netem) and a real link flapped twice.
+"""Fabric health on the loopback lab, against known truth: real packet loss (nftables dropping 2%
+of one host's TCP data packets as they enter the lab's bridge; the kernel has no netem) and a real
+link flapped twice. The lossy host measured 19000-25000 retransmissions per million segments.
 
-5%, not 1%: on a loaded 2-core machine a clean lab link shows spurious retransmissions (ACKs
-starved past the 200 ms minimum RTO), up to about 9000 per million segments in one run; 5% loss
-gives the lossy host tens of thousands, far above the suite's limit of 20000, and the clean
-ones stay far below it.
+The traffic is paced (300 Mbit/s each way): unpaced, the veths saturate the 2 cores and softirq
+backlog drops gave clean links thousands of retransmissions per million segments. Paced, the
+clean hosts show 0-20 per million, against acceptance's limit of 100.
 
 Real sshd in namespaces, real iperf3, the real `bench` command and sampler."""
 
@@ -42,24 +42,29 @@ def health(run: Path, check: str) -> dict[str, dict]:
 def test_packet_loss_on_one_host_fails_its_retransmission_verdict(lab_maker, tmp_path: Path) -> None:
     out = tmp_path / "run"
     with lab_maker("hl1", 3) as info:
-        ns = next(h.netns for h in info.hosts if h.name == "h3")
-        nft = ["ip", "netns", "exec", ns, "nft"]
-        subprocess.run([*nft, "add", "table", "inet", "bhloss"], check=True)
-        subprocess.run([*nft, "add", "chain", "inet", "bhloss", "out",
-                        "{ type filter hook output priority 0; }"], check=True)
-        # 5% of the TCP data packets h3 sends on its link (nft numgen: random per packet); ssh and
-        # pure ACKs left alone, segmentation offloads off so that a packet is one segment
-        subprocess.run(["ip", "netns", "exec", ns, "ethtool", "-K", "eth0", "tso", "off", "gso", "off"], check=True)
-        subprocess.run([*nft, "add", "rule", "inet", "bhloss", "out", "oifname", "eth0", "tcp", "sport", "!=", "22",
-                        "tcp", "dport", "!=", "22", "meta", "length", "gt", "200",
-                        "numgen", "random", "mod", "100", "lt", "5", "drop"], check=True)
-        res = bench("run", f"suite={SUITE}", f"hosts={info.inventory}", f"out={out}",
-                    f"prom={tmp_path / 'bench.prom'}")
+        h3 = next(h for h in info.hosts if h.name == "h3")
+        # The loss is on the wire, not in h3's own stack: a packet dropped at h3's output hook is
+        # reported to TCP at once and never counted as a retransmission. So 2% of the TCP data
+        # packets h3 sends are dropped as they enter the lab's bridge, at the ingress of the
+        # bridge's end of h3's link (a veth the lab created); ssh and pure ACKs are left alone.
+        table = f"bhloss_{h3.veth}".replace("-", "_")
+        nft = ["nft"]
+        subprocess.run([*nft, "add", "table", "netdev", table], check=True)
+        try:
+            subprocess.run([*nft, "add", "chain", "netdev", table, "in",
+                            f"{{ type filter hook ingress device {h3.veth} priority 0; }}"], check=True)
+            subprocess.run([*nft, "add", "rule", "netdev", table, "in", "ip", "protocol", "tcp",
+                            "tcp", "sport", "!=", "22", "tcp", "dport", "!=", "22", "meta", "length", "gt", "200",
+                            "numgen", "random", "mod", "100", "lt", "2", "drop"], check=True)
+            res = bench("run", f"suite={SUITE}", f"hosts={info.inventory}", f"out={out}",
+                        f"prom={tmp_path / 'bench.prom'}")
+        finally:
+            subprocess.run([*nft, "delete", "table", "netdev", table], check=False)
     assert res.returncode == 1, res.stdout + res.stderr
     got = health(out, "health: retransmissions")
     assert {h: v["status"] for h, v in got.items()} == {"h1": "pass", "h2": "pass", "h3": "fail"}, got
     assert "h3 [rail0 eth0]" in got["h3"]["message"] and "RetransSegs +" in got["h3"]["message"]
-    assert got["h3"]["value"] > 20000
+    assert got["h3"]["value"] > 100
     # the lab's veths expose no pause counters: said, not judged as zero
     pause = health(out, "health: pause share")
     assert all(v["status"] == "info" and "not exposed" in v["message"] for v in pause.values()), pause

@@ -184,7 +184,7 @@ def test_incast_round_has_n_minus_1_concurrent_senders_on_their_own_ports(tmp_pa
 # ---------------------------------------------------------------- pattern suites
 
 def test_pattern_suites_load_and_plan_on_four_hosts() -> None:
-    shapes = {"all-pairs": (6, 3), "incast": (4, 4), "bursty": (10, 7), "scaling": (2, 2)}
+    shapes = {"all-pairs": (6, 3), "incast": (4, 4), "bursty": (18, 13), "scaling": (2, 2)}
     for name, (steps, rounds) in shapes.items():
         plan = build_plan(load_suite(name), H[:4])
         assert (len(plan.steps), len(plan.rounds)) == (steps, rounds), name
@@ -197,7 +197,7 @@ def test_all_pairs_suite_isolates_and_bursty_suite_keeps_fine_intervals() -> Non
     suite = load_suite("all-pairs")
     assert suite.settings["isolate"] is True and suite.settings["isolation_bw_share"] == 0.9
     bursty = load_suite("bursty")
-    for test in bursty.tests:
+    for test in (t for t in bursty.tests if t.tool == "iperf3"):  # perftest prints no intervals
         for case in expand_cases(test):
             assert float(case.get("interval", 1)) <= 0.1, test.name
     assert {c["on_off"] for c in expand_cases(bursty.tests[0])} == {"100ms/100ms", "500ms/500ms"}

@@ -30,7 +30,7 @@ from benchharness.config.thresholds import Check, Threshold, format_sizes, parse
 from benchharness.core.errors import UsageError
 from benchharness.core.metrics import gbps_factor, higher_is_better, unit_of
 from benchharness.core.model import Record, Verdict, endpoint, split_endpoint
-from benchharness.results import health, measures, runview
+from benchharness.results import fabric, health, measures, runview
 from benchharness.results.catalog import Catalog
 from benchharness.results.measures import Unit
 from benchharness.results.nics import Nic, host_nics
@@ -354,6 +354,7 @@ def evaluate(run_dir: RunDir, info: dict[str, Any]) -> list[Verdict]:
                 verdicts += check_verdicts(test, check, mine, ctx)
     verdicts = [per_rail(v) for v in verdicts]
     verdicts += health.verdicts(health.rows(run_dir, info))  # fabric health, per step, host and rail
+    verdicts += fabric.load_verdicts(fabric.load_rows(run_dir, info))  # degradation, heat, throttle
     if ctx._baseline is not None and ctx._baseline[0] is not None:
         info["baseline_run"] = ctx._baseline[0].path.name
     hosts = runview.run_host_names(info)

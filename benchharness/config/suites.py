@@ -48,13 +48,16 @@ CORE_SETTINGS = tuple(SETTING_DEFAULTS)
 #: Optional settings of bad-link isolation (see ``benchharness.planning.isolation``); no defaults are
 #: filled in: isolation reads ``settings.get(key, default)``.
 ISOLATION_SETTINGS = ("isolate", "isolation_bw_share", "isolation_lat_factor")
+#: Optional settings without a default: isolation's, and ``counters_interval`` (seconds between the
+#: sampler's counter snapshots within a step, ``telemetry/series.py``; unset or 0: start and end only).
+OPTIONAL_SETTINGS = (*ISOLATION_SETTINGS, "counters_interval")
 #: Optional settings of the runner: ``max_connections`` bounds how many hosts the controller
 #: connects to, probes or reads clocks of at once (default ``execution.runner.MAX_CONNECTIONS``).
 RUNNER_SETTINGS = ("max_connections",)
 #: The largest ``max_connections`` accepted (each is a thread and a socket on the controller).
 MAX_CONNECTIONS_LIMIT = 1024
 #: Settings that belong to the planner and never flow into tool parameters.
-_PLANNER_SETTINGS = {"repeat", "base_port", "telemetry", "telemetry_interval", "preflight"}
+_PLANNER_SETTINGS = {"repeat", "base_port", "telemetry", "telemetry_interval", "preflight", "counters_interval"}
 TOP_KEYS = ("description", "settings", "tests", "verdicts")
 TEST_KEYS = ("name", "tool", "hosts", "pattern", "pairs", "sweep", "repeat", "params", "checks", "rails",
              "health", "requires")
@@ -349,7 +352,7 @@ def load_suite(name_or_path: str | Path, overrides: Mapping[str, Any] | None = N
     for item, line in zip(tests, tests.item_lines, strict=True):
         drafts.append(_draft(check, item, line, drafts))
 
-    known = set(settings) | set(CORE_SETTINGS) | set(ISOLATION_SETTINGS) | set(RUNNER_SETTINGS) | \
+    known = set(settings) | set(CORE_SETTINGS) | set(OPTIONAL_SETTINGS) | set(RUNNER_SETTINGS) | \
         {p for d in drafts for p in d.adapter.params} | {RAILS_OVERRIDE}
     for key, text in (overrides or {}).items():
         if key == RAILS_OVERRIDE:
@@ -362,7 +365,7 @@ def load_suite(name_or_path: str | Path, overrides: Mapping[str, Any] | None = N
             raise UsageError(f"unknown parameter {key!r} for suite {path.stem}; "
                              f"known: {', '.join(sorted(known))}")
         value = _parse_override(key, text)
-        if key in settings or key in CORE_SETTINGS or key in ISOLATION_SETTINGS or key in RUNNER_SETTINGS:
+        if key in settings or key in CORE_SETTINGS or key in OPTIONAL_SETTINGS or key in RUNNER_SETTINGS:
             settings[key], setting_lines[key] = value, CMDLINE
         for d in drafts:
             if key == "repeat":
@@ -468,9 +471,9 @@ def _check_settings(check: _Checker, settings: dict[str, Any], lines: Mapping[st
     tool_params = {p for d in drafts for p in d.adapter.params}
     for key, value in settings.items():
         line = lines.get(key)
-        if key not in CORE_SETTINGS and key not in tool_params and key not in ISOLATION_SETTINGS \
+        if key not in CORE_SETTINGS and key not in tool_params and key not in OPTIONAL_SETTINGS \
                 and key not in RUNNER_SETTINGS:
-            known = ", ".join(sorted({*CORE_SETTINGS, *ISOLATION_SETTINGS, *RUNNER_SETTINGS, *tool_params}))
+            known = ", ".join(sorted({*CORE_SETTINGS, *OPTIONAL_SETTINGS, *RUNNER_SETTINGS, *tool_params}))
             check.fail(f"settings: unknown key {key!r}; known: {known}", line)
         check.param_value(key, value, "settings", line)
     check.count(settings["repeat"], "settings: repeat", lines.get("repeat"))
@@ -486,6 +489,11 @@ def _check_settings(check: _Checker, settings: dict[str, Any], lines: Mapping[st
         check.fail(f"settings: telemetry_interval must be seconds between 0.05 and 60, not {interval!r}",
                    lines.get("telemetry_interval"))
     _check_isolation(check, settings, lines)
+    every = settings.get("counters_interval")
+    if "counters_interval" in settings and (isinstance(every, bool) or not isinstance(every, int | float)
+                                            or not (every == 0 or 1 <= every <= 3600)):
+        check.fail(f"settings: counters_interval must be 0 (off) or seconds between 1 and 3600, not {every!r}",
+                   lines.get("counters_interval"))
     if "max_connections" in settings:
         check.count(settings["max_connections"], "settings: max_connections", lines.get("max_connections"),
                     1, MAX_CONNECTIONS_LIMIT)

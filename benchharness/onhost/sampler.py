@@ -289,6 +289,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--rdma-port", type=int, default=None)
     parser.add_argument("--edge-snapshots", action="store_true",
                         help="also print a counter snapshot line first and last (type: snapshot)")
+    parser.add_argument("--counters-every", type=float, default=0.0,
+                        help="with --edge-snapshots: also a snapshot line (phase: interval) every N seconds")
     parser.add_argument("--stop-on-eof", action="store_true",
                         help="stop cleanly when standard input closes (how the harness ends a step)")
     args = parser.parse_args(argv)
@@ -314,6 +316,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     started = time.monotonic()
     prev = reading(src, args.netdev)
     lines = 0
+    last_counters = prev["t"]
     try:
         while not state["stop"]:
             state["sleeping"] = True
@@ -323,6 +326,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             sys.stdout.write(json.dumps(sample_line(src, args.netdev, prev, now), sort_keys=True) + "\n")
             sys.stdout.flush()
             prev, lines = now, lines + 1
+            last_counters = _interval_snapshot(args, last_counters)
             if args.count is not None and lines >= args.count:
                 break
             if args.duration is not None and time.monotonic() - started >= args.duration - 1e-3:
@@ -341,6 +345,14 @@ def _emit_snapshot(args: Any, phase: str) -> None:
     snap.update({"type": "snapshot", "phase": phase})
     sys.stdout.write(json.dumps(snap, sort_keys=True) + "\n")
     sys.stdout.flush()
+
+
+def _interval_snapshot(args: Any, last: float) -> float:
+    """A counter snapshot line (phase ``interval``) when ``--counters-every`` seconds have passed."""
+    if not args.edge_snapshots or not args.counters_every or time.monotonic() - last < args.counters_every - 1e-3:
+        return last
+    _emit_snapshot(args, "interval")
+    return time.monotonic()
 
 
 def _stop_when_stdin_closes() -> None:

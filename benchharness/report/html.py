@@ -116,6 +116,7 @@ def telemetry(run: RunDir, info: Mapping[str, Any]) -> dict[str, Any]:
 def run_context(run: RunDir) -> dict[str, Any]:
     """Everything the single-run template needs. With the columnar copy, one test at a time:
     only that test's rows are decoded, so memory follows the largest test, not the run."""
+    from benchharness.report.fabric_section import fabric_section
     from benchharness.report.sections import test_section
     from benchharness.results import columnar
 
@@ -142,7 +143,7 @@ def run_context(run: RunDir) -> dict[str, Any]:
         del df, intervals, summary_rows
         columnar.release_memory()
     return {"h": head, "s": summary(run, info), "tests": tests, "t": telemetry(run, info),
-            "iso": run.read_json("isolation.json") or {},
+            "iso": run.read_json("isolation.json") or {}, "fh": fabric_section(run, info),
             "generated": when(dt.datetime.now(dt.UTC).timestamp())}
 
 

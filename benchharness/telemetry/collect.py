@@ -21,6 +21,7 @@ from benchharness.core.values import as_list
 from benchharness.telemetry import requirements
 from benchharness.telemetry.counters import delta
 from benchharness.telemetry.health import snapshot_seconds, step_context
+from benchharness.telemetry.series import write_series
 from benchharness.transport import Process, Transport
 
 
@@ -113,9 +114,12 @@ def step_pairs(steps: Sequence[Step]) -> list[tuple[str, str]]:
     return sorted(pairs)
 
 
-def sampler_argv(host: Host, path: str, interval: float) -> list[str]:
-    """The sampler's command line, watching every rail of ``host`` (its netdevs and RDMA ports)."""
+def sampler_argv(host: Host, path: str, interval: float, counters_every: float = 0.0) -> list[str]:
+    """The sampler's command line, watching every rail of ``host`` (its netdevs and RDMA ports);
+    ``counters_every``: a counter snapshot every N seconds too (``telemetry/series.py``)."""
     argv = [host_python(host), path, "--interval", str(interval), "--edge-snapshots", "--stop-on-eof"]
+    if counters_every > 0:
+        argv += ["--counters-every", f"{counters_every:g}"]
     if host.var("telemetry_root"):
         argv += ["--root", str(host.var("telemetry_root"))]
     rails = host.nics()
@@ -163,8 +167,9 @@ def split_sampler_output(text: str) -> tuple[list[dict[str, Any]], dict[str, dic
 class TelemetryObserver:
     """Runner observer: facts + preflight at the start, a sampler on every host of every step."""
 
-    def __init__(self, interval: float = 1.0, per_step: bool = True) -> None:
+    def __init__(self, interval: float = 1.0, per_step: bool = True, counters_every: float = 0.0) -> None:
         self.interval = interval
+        self.counters_every = counters_every
         self.per_step = per_step
         self.facts: dict[str, dict[str, Any]] = {}
         self.preflight: list[Verdict] = []
@@ -206,7 +211,7 @@ class TelemetryObserver:
                 continue
             # The sampler ends by itself with the step's other host-side processes: it must not
             # outlive a step whose controller lost the host (stdin then never closes).
-            proc = runner.transport(host).start(sampler_argv(host, path, self.interval), stdin=True,
+            proc = runner.transport(host).start(sampler_argv(host, path, self.interval, self.counters_every), stdin=True,
                                                 limit_s=runner.step_limit_s(step) + SAMPLER_GRACE_S)
             runner.track(proc)
             started.append((host, proc))
@@ -221,6 +226,7 @@ class TelemetryObserver:
                 proc.stop(1.0)
             runner.untrack(proc)
             lines, snaps = split_sampler_output(proc.stdout)
+            write_series(runner.run_dir, step.id, host.name, proc.stdout)
             if lines:
                 runner.run_dir.write_text(f"telemetry/samples/{safe_name(step.id)}/{safe_name(host.name)}.jsonl",
                                           "".join(json.dumps(line) + "\n" for line in lines))

@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from benchharness.telemetry.load import LOAD_KEYS, LOAD_LIMITS, parse_load
 from benchharness.telemetry.parsers._counter_names import base_name
 
 #: Pause quanta: 512 bit times each; a pause frame asks for at most 65535 of them (IEEE 802.3
@@ -37,7 +38,7 @@ MAX_QUANTA = 65535
 
 LIMIT_KEYS = ("pause_share", "ecn_per_gb", "retrans_per_mpkt", "discards_per_mpkt",
               "out_of_buffer_per_mpkt", "link_flaps", "symbol_errors", "fec_uncorrected", "pre_fec_ber")
-HEALTH_KEYS = (*LIMIT_KEYS, "status")
+HEALTH_KEYS = (*LIMIT_KEYS, *LOAD_KEYS, "status")
 #: What each limit is called in verdicts (``health: <label>``).
 LABELS = {"pause_share": "pause share", "ecn_per_gb": "ECN/CNP marks", "retrans_per_mpkt": "retransmissions",
           "discards_per_mpkt": "discards", "out_of_buffer_per_mpkt": "out of buffer",
@@ -122,10 +123,15 @@ def parse_health(raw: Any) -> dict[str, Any]:
             if value not in ("fail", "warn"):
                 raise HealthError(key, f"health: status must be fail or warn, not {value!r}")
             out[key] = value
+        elif key in LOAD_KEYS:
+            try:
+                out[key] = parse_load(str(key), value)
+            except ValueError as exc:
+                raise HealthError(str(key), f"health: {exc}") from None
         else:
             out[key] = _number(str(key), value)
-    if not any(k in out for k in LIMIT_KEYS):
-        raise HealthError(None, f"health: needs at least one limit ({', '.join(LIMIT_KEYS)})")
+    if not any(k in out for k in (*LIMIT_KEYS, *LOAD_LIMITS)):
+        raise HealthError(None, f"health: needs at least one limit ({', '.join((*LIMIT_KEYS, *LOAD_LIMITS))})")
     return out
 
 
@@ -407,3 +413,48 @@ def step_context(host: Any, step: Any, seconds: float | None) -> dict[str, Any]:
                       "rdma_dev": r.rdma_dev, "serial": r.serial} for r in host.nics()}
     used = [h.var("rail") for h in step.hosts if h.name == host.name and h.var("rail")]
     return {"test": step.test, "seconds": seconds, "rails": rails, "step_rails": list(dict.fromkeys(used))}
+
+
+#: The counter families the report shows per rail, in its column order.
+FAMILIES = ("pause_us", "pause_frames", "ecn", "retrans", "discards", "out_of_buffer", "symbol_errors",
+            "fec_uncorrected", "link_flaps")
+
+
+def families(counters: Mapping[str, int]) -> dict[str, int | None]:
+    """Each family's summed delta on one rail (``FAMILIES``); None where the driver exposes no
+    counter of that family (absent, never zero). Pause time in microseconds (mlx5), frames elsewhere."""
+    names = {base_name(k) for k in counters}
+    out: dict[str, int | None] = dict.fromkeys(FAMILIES)
+
+    def add(family: str, wanted: set[str]) -> None:
+        total, keys = _sum(counters, wanted)
+        if keys:
+            out[family] = total
+
+    add("pause_us", {n for n in names if _PAUSE_DURATION.match(n)})
+    add("pause_frames", {n for n in names if any(p.match(n) for p in _PAUSE_FRAMES)})
+    add("ecn", {n for n in names if n in ECN or (n.endswith("_marked") and not _PER_QUEUE.search(n))})
+    add("retrans", {n for n in names if n in RETRANS})
+    add("discards", {n for n in names if _DISCARD.search(n) and not _PER_QUEUE.search(n)})
+    add("out_of_buffer", {n for n in names if _BUFFER.search(n) and not _PER_QUEUE.search(n)})
+    add("symbol_errors", {n for n in names if _SYMBOL.match(n)})
+    add("fec_uncorrected", {n for n in names if _FEC_UNCORRECTED.search(n)})
+    for name in _LINK:
+        total, keys = _sum(counters, {name})
+        if keys:
+            out["link_flaps"] = (total + 1) // 2 if name == "carrier_changes" else total
+            break
+    return out
+
+
+def pause_seconds(counters: Mapping[str, int], speed_gbps: float | None) -> float | None:
+    """Paused time on one rail over an interval: the largest direction/priority's pause duration
+    (mlx5, us), else frames x 65535 quanta x 512 bit times at the link speed (an upper bound);
+    None when no pause counter is exposed or only frames with an unknown speed."""
+    shares, found = _pause(counters, 1.0, speed_gbps, 1.0)
+    known = [s[0] for s in shares if not math.isnan(s[0])]
+    if not found:
+        return None
+    if known:
+        return max(known)
+    return None if shares else 0.0

@@ -15,4 +15,5 @@ def observers_for(suite: Any, overrides: Mapping[str, str]) -> list[Any]:
     from benchharness.telemetry.collect import TelemetryObserver
 
     return [TelemetryObserver(interval=float(settings.get("telemetry_interval", 1.0)),
-                              per_step=mode == "on")]
+                              per_step=mode == "on",
+                              counters_every=float(settings.get("counters_interval") or 0.0))]

@@ -45,6 +45,11 @@ PERFTEST = ToolFacts("perftest", ("ib_write_bw", "--version"), r"Version:?\s*(\d
                      dnf=("perftest", "rdma-core", "libibverbs-utils"), required=True)
 
 NEAREST = "nearest"
+#: perftest ``--rate_limit_type`` (perftest --help: "[HW/SW/PP] Limit the QP's by HW, PP or by SW").
+RATE_LIMIT_TYPES = ("HW", "SW", "PP")
+#: ``gpu_memory``: the perftest option of the host's GPU vendor (inventory ``gpu_vendor``); a host
+#: without one measures host memory.
+GPU_VENDOR_OPTS = {"nvidia": "use_cuda", "amd": "use_rocm"}
 
 
 def gpu_for(value: Any, host: Host, what: str = "use_cuda") -> int:
@@ -86,7 +91,8 @@ class PerftestAdapter:
         "test": None, "size": None, "all": False, "bidir": False, "duration": None, "iters": None,
         "qps": 1, "report_gbits": True, "rdma_cm": False, "connection": None, "mtu": None,
         "tx_depth": None, "use_cuda": None, "use_rocm": None, "rate_limit": None,
-        "burst_size": None, "rate_units": None, "cpu_util": False, "out_json": False,
+        "burst_size": None, "rate_units": None, "rate_limit_type": None, "gpu_memory": None,
+        "cpu_util": False, "out_json": False,
         "numa": True, "extra_args": None, "timeout": None, "tclass": None,
     }
     patterns: Sequence[str] = ("pairs", "all-pairs", "ring", "incast", "self")
@@ -108,7 +114,7 @@ class PerftestAdapter:
         if params.get("all") and test.startswith("ib_atomic"):
             raise ValueError("all: atomic tests have a fixed 8-byte size")
         if not bw:
-            used = [f for f in ("rate_limit", "burst_size", "rate_units") if params.get(f) is not None]
+            used = [f for f in ("rate_limit", "burst_size", "rate_units", "rate_limit_type") if params.get(f) is not None]
             used += ["bidir"] if params.get("bidir") else []
             used += ["qps"] if params.get("qps") is not None and params.get("qps") != 1 else []
             if used:
@@ -141,8 +147,16 @@ class PerftestAdapter:
             raise ValueError(f"mtu: one of {MTUS}, not {params['mtu']!r}")
         if params.get("rate_units") not in (None, "M", "g", "p"):
             raise ValueError("rate_units: M (MiB/s), g (Gbit/s) or p (packets/s)")
+        if params.get("rate_limit_type") not in (None, *RATE_LIMIT_TYPES):
+            raise ValueError(f"rate_limit_type: one of {', '.join(RATE_LIMIT_TYPES)} (perftest --rate_limit_type), "
+                             f"not {params['rate_limit_type']!r}")
         if params.get("use_cuda") is not None and params.get("use_rocm") is not None:
             raise ValueError("use_cuda/use_rocm: choose one")
+        if params.get("gpu_memory") is not None:
+            if params.get("use_cuda") is not None or params.get("use_rocm") is not None:
+                raise ValueError("gpu_memory: set it or use_cuda/use_rocm, not both")
+            if test in GPU_LAT_REFUSED:
+                raise ValueError(f"gpu_memory: perftest refuses GPU memory with {test}")
         for opt in ("use_cuda", "use_rocm"):
             if params.get(opt) is not None and test in GPU_LAT_REFUSED:
                 raise ValueError(f"{opt}: perftest measures GPU memory latency only with ib_read_lat and "
@@ -150,7 +164,7 @@ class PerftestAdapter:
         tclass = params.get("tclass")
         if tclass is not None and (isinstance(tclass, bool) or not isinstance(tclass, int) or not 0 <= tclass <= 255):
             raise ValueError(f"tclass: an integer 0..255 (RoCE traffic class, DSCP << 2), not {tclass!r}")
-        for opt in ("use_cuda", "use_rocm"):
+        for opt in ("use_cuda", "use_rocm", "gpu_memory"):
             value = params.get(opt)
             if value is not None and str(value).strip().lower() != NEAREST and (
                     isinstance(value, bool) or not str(value).strip().isdigit()):
@@ -197,7 +211,7 @@ class PerftestAdapter:
                 args.append("--report_gbits")
             if params.get("tx_depth") is not None:
                 args += ["-t", str(params["tx_depth"])]
-            for opt in ("rate_limit", "burst_size", "rate_units"):
+            for opt in ("rate_limit", "burst_size", "rate_units", "rate_limit_type"):
                 if params.get(opt) is not None:
                     args.append(f"--{opt}={params[opt]}")
         if params.get("rdma_cm"):
@@ -209,6 +223,9 @@ class PerftestAdapter:
         for opt in ("use_cuda", "use_rocm"):
             if params.get(opt) is not None:
                 args.append(f"--{opt}={gpu_for(params[opt], host, opt)}")
+        vendor_opt = GPU_VENDOR_OPTS.get(str(host.var("gpu_vendor") or "").lower())
+        if params.get("gpu_memory") is not None and vendor_opt:  # no gpu_vendor: host memory
+            args.append(f"--{vendor_opt}={gpu_for(params['gpu_memory'], host, 'gpu_memory')}")
         if params.get("cpu_util"):
             args.append("--cpu_util")
         args += argv_list(params.get("extra_args"), "extra_args")
