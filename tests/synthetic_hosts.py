@@ -7,8 +7,9 @@ the real ``amd-smi topology`` in tests/fixtures/real/amd-smi-topology, 8 Broadco
 NICs), each on 2 NUMA nodes with 4 NICs per node; and under ``root/bin`` the stand-in
 ``nvidia-smi`` / ``amd-smi`` / ``rocm-smi`` that print the real published topology outputs (the
 ``--query-gpu`` CSV and ``amd-smi metric`` JSON they print are written here, in the tools' formats).
-``degrade`` maps rail index -> ``"x8"`` (PCIe trained at x8 of x16), ``"down"`` (link down) or
-``"numa"`` (the NIC reports the other NUMA node). ``inventory_vars`` gives the matching host line.
+``degrade`` maps rail index -> ``"x8"`` (PCIe trained at x8 of x16), ``"down"`` (link down),
+``"numa"`` (the NIC reports the other NUMA node) or, on the DGX, ``"ber"`` (its ``mlxlink -c``
+reports errors past FEC). ``inventory_vars`` gives the matching host line.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ REAL = Path(__file__).parent / "fixtures" / "real"
 NV_TOPO = REAL / "nvidia-smi-topo" / "8gpu_8nic_b200_pix_pairs_nic_legend.txt"
 AMD_TOPO = REAL / "amd-smi-topology" / "8gpu_mi300x_bdf_tables_prompt.txt"
 ROCM_NUMA = REAL / "rocm-smi-topo" / "showtoponuma_8gpu_two_nodes_tabs_prompt.txt"
+MLXLINK_400G = Path(__file__).parent / "fixtures" / "health" / "real" / "mlxlink_400g_counters_ansi.txt"
 AMD_BDFS = ["0c", "22", "38", "5c", "9f", "af", "bf", "df"]
 
 
@@ -130,6 +132,14 @@ def build(kind: str, root: Path, degrade: Mapping[int, str] | None = None) -> di
         rows.sort(key=lambda r: int(r.split(",")[0]))
         (root / "query.csv").write_text("\n".join(rows) + "\n")
         _script(tools / "nvidia-smi", {"topo -m": str(NV_TOPO), "--query-gpu=": str(root / "query.csv")})
+        # mlxlink -c: the real 400G counters of tests/fixtures/health/real; a "ber" rail's errors
+        # get past FEC (effective BER 1E-11, raw BER 3E-4)
+        good = MLXLINK_400G.read_text()
+        (root / "mlxlink-good.txt").write_text(good)
+        (root / "mlxlink-ber.txt").write_text(good.replace("2E-9", "3E-4").replace("15E-255", "1E-11").replace(
+            "Effective Physical Errors          : 0", "Effective Physical Errors          : 42"))
+        _script(tools / "mlxlink", {f"-d mlx5_{i} -c": str(root / ("mlxlink-ber.txt" if degrade.get(i) == "ber"
+                                                                   else "mlxlink-good.txt")) for i in range(8)})
     elif kind == "mi300x":
         _common(tree, "mi300x-synthetic", "amdgpu 16384 0 - Live 0x0\nbnxt_re 466944 0 - Live 0x0")
         metric = []

@@ -134,9 +134,13 @@ def test_unreachable_host_fails_its_steps_and_keeps_the_rest(lab_maker, tmp_path
 def test_interrupt_stops_every_remote_process_and_keeps_samples(lab3: LabInfo, lab_base: Path,
                                                                  tmp_path: Path) -> None:
     out = tmp_path / "run"
+    # Ctrl-C as in a terminal: a shell without job control starts background commands with
+    # SIGINT ignored, and a Python started so never turns SIGINT into KeyboardInterrupt (CI
+    # scripts often run so); the child gets the default disposition back, as a terminal's has.
     proc = subprocess.Popen([sys.executable, "-m", "benchharness", "run", "suite=quick",
                              f"hosts={lab3.inventory}", "duration=20", f"out={out}"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 60
     while time.time() < deadline:  # wait until iperf3 really runs on the lab hosts
         running = lab.lab_processes(lab3.name, r"\biperf3\b", base_dir=lab_base)

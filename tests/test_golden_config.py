@@ -102,3 +102,25 @@ def test_a_split_has_no_golden_value() -> None:
     assert [(d.host, d.value) for d in golden.deviations(facts, golden.learn(facts))] == [("b", "1500")]
     # roles keep groups apart: b alone in its role is nobody's minority
     assert golden.deviations(facts, golden.learn(facts, {"b": "storage"}), {"b": "storage"}) == []
+
+
+def test_doctor_reaches_max_connections_hosts_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``bench doctor max_connections=N`` bounds the probe's fan-out (a cluster's controller), and a
+    bad value is a one-line usage error."""
+    from benchharness.cli.main import main
+    from benchharness.telemetry import doctor as doctor_mod
+
+    seen: list[int] = []
+
+    def probe_all(transports: list, workers: int = 32) -> dict:
+        seen.append(workers)
+        return {t.host.name: {"available": False, "reason": "not probed in this test",
+                              "host": {"name": t.host.name}} for t in transports}
+
+    monkeypatch.setattr(doctor_mod, "probe_all", probe_all)
+    main(["doctor", "max_connections=3"])
+    main(["doctor"])
+    assert seen == [3, 32]
+    for bad in ("0", "1025", "many"):
+        assert main(["doctor", f"max_connections={bad}"]) == 2
+    assert seen == [3, 32]

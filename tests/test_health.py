@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -83,6 +85,28 @@ def test_mlx5_symbol_errors_and_fec_fire_on_the_bad_one_only() -> None:
     # mlx5 (this listing) has no uncorrectable-FEC counter: said, never read as zero
     assert good["fec_uncorrected"].status == "info"
     assert "not exposed by mlx5_core" in good["fec_uncorrected"].message
+
+
+def test_mlx5_pcie_signal_integrity_and_stalls_fire_on_the_bad_one_only() -> None:
+    """Real mlx5 ethtool -S with PCIe counters (a host with 1471 tx signal-integrity recoveries)."""
+    limits = {"pcie_errors": 0, "pcie_stall_s": 0}
+    after = parse_snapshot((REAL / "mlx5_pci_signal_integrity_grep.txt").read_text(), netdev="eth0")
+    assert after["ethtool:eth0:tx_pci_signal_integrity"] == 1471 and "ethtool:eth0:driver" not in after
+    bad = _by_limit(judge(delta(_zeroed(after), after)["counters"], limits, seconds=30.0, driver="mlx5_core"))
+    assert bad["pcie_errors"].status == "fail" and bad["pcie_errors"].delta == 1472
+    assert "tx_pci_signal_integrity+rx_pci_signal_integrity +1472" in bad["pcie_errors"].message
+    assert bad["pcie_stall_s"].status == "pass"  # exposed, +0
+    stalled = dict(after, **{"ethtool:eth0:outbound_pci_stalled_wr_events": 12})
+    got = _by_limit(judge(delta(after, stalled)["counters"], limits, seconds=30.0, driver="mlx5_core"))
+    assert got["pcie_stall_s"].status == "fail" and got["pcie_stall_s"].value == 12.0
+    assert got["pcie_errors"].status == "pass"
+    # the other published listing: 2 tx recoveries since boot, none during the step
+    other = parse_snapshot((REAL / "mlx5_phy_symbol_crc_fec_corrected.txt").read_text(), netdev="eth2")
+    assert _by_limit(judge(delta(other, other)["counters"], limits, seconds=30.0))["pcie_errors"].status == "pass"
+    # a driver without them (bnx2x here): said, not read as zero
+    bnx = parse_snapshot((REAL / "bnx2x_pause_frames_grep.txt").read_text(), netdev="eth1")
+    none = _by_limit(judge(delta(bnx, bnx)["counters"], limits, seconds=30.0, driver="bnx2x"))
+    assert none["pcie_errors"].status == "info" and "not exposed by bnx2x" in none["pcie_errors"].message
 
 
 def test_mlx5_pause_duration_share_per_priority() -> None:
@@ -179,3 +203,67 @@ def test_prometheus_textfile_holds_the_verdicts(tmp_path: Path) -> None:
     sample = next(s for s in families["bench_verdict_status"].samples if s.labels["host"] == "h1")
     assert sample.labels["suite"] == "s" and sample.labels["test"] == "bw"
     assert next(iter(families["bench_run_exit_code"].samples)).value == 1
+
+
+class _Gateway:
+    """A Pushgateway stand-in on loopback: records each request, answers with ``status``."""
+
+    def __init__(self, status: int = 200) -> None:
+        import http.server
+        import threading
+
+        self.requests: list[tuple[str, str, str]] = []
+        gateway = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_PUT(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0)).decode()
+                gateway.requests.append((self.command, self.path, body))
+                self.send_response(status)
+                self.end_headers()
+
+            do_POST = do_PUT
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_bench_export_pushes_the_verdicts_to_a_pushgateway(tmp_path: Path) -> None:
+    run = _stored_run(tmp_path)
+    info = run.run_info()
+    info["verdicts"] = [v.__dict__ for v in run_health.verdicts(run_health.rows(run))]
+    run.write_run_info(info)
+    gateway = _Gateway()
+    try:
+        res = subprocess.run([sys.executable, "-m", "benchharness", "export", str(run.path), f"push={gateway.url}"],
+                             capture_output=True, text=True, timeout=120)
+    finally:
+        gateway.close()
+    assert res.returncode == 0, res.stdout + res.stderr
+    ((method, path, body),) = gateway.requests
+    assert method == "PUT" and path == "/metrics/job/bench/suite/s", path
+    families = {f.name: f for f in text_string_to_metric_families(body)}
+    status = {(s.labels["host"], s.labels["rail"], s.labels["check"]): s.value
+              for s in families["bench_verdict_status"].samples}
+    assert status[("h1", "rail1", "health: link flaps")] == 2 and status[("h2", "rail1", "health: link flaps")] == 0
+
+
+def test_a_gateway_that_refuses_is_one_line_and_exit_4(tmp_path: Path) -> None:
+    run = _stored_run(tmp_path)
+    gateway = _Gateway(status=500)
+    try:
+        res = subprocess.run([sys.executable, "-m", "benchharness", "export", str(run.path), f"push={gateway.url}"],
+                             capture_output=True, text=True, timeout=120)
+    finally:
+        gateway.close()
+    assert res.returncode == 4, res.stdout + res.stderr
+    assert "Traceback" not in res.stderr
+    assert f"push={gateway.url}: the Pushgateway did not take the metrics" in res.stderr

@@ -137,3 +137,28 @@ def test_bench_doctor_over_ssh_flags_exactly_the_degraded_rails(tmp_path: Path) 
         assert flagged(mine) == {"rail5": {"pcie_link"}, "rail6": {"link_state"}}, (name, flagged(mine))
     assert "FAIL preflight.pcie_link h1.rail5: rail5 mlx5_5" in res.stdout
     assert "FAIL preflight.link_state h2.rail6: rail6 bnxt_re6" in res.stdout
+
+
+def test_a_rail_whose_errors_get_past_fec_is_flagged_by_its_ber(tmp_path: Path) -> None:
+    """mlxlink -c run by the real probe on each mlx5 rail (a stand-in printing the real 400G counters)."""
+    host, facts = node(tmp_path, "dgx", {2: "ber"})
+    records = run_findings({"n1": facts}, [host])
+    assert flagged(records) == {"rail2": {"link_ber"}}, flagged(records)
+    ber = {r["rail"]: r for r in records if r["check"] == "preflight.link_ber"}
+    assert set(ber) == {f"rail{i}" for i in range(8)}
+    assert ber["rail2"]["status"] == "fail" and ber["rail2"]["value"] == 1e-11
+    assert "effective BER above 1e-12" in ber["rail2"]["message"] and "mlx5_2" in ber["rail2"]["message"]
+    assert ber["rail0"]["status"] == "pass" and "raw BER 2e-09" in ber["rail0"]["message"]
+
+
+def test_ber_limits_on_real_mlxlink_outputs() -> None:
+    from benchharness.telemetry.link_ber import judge_ber
+
+    real = Path(__file__).parent / "fixtures" / "health" / "real"
+    clean = judge_ber((real / "mlxlink_bf3_100g_dac_m_c.txt").read_text())
+    assert clean.status == "pass" and "raw BER none, effective BER none" in clean.message  # 15E-255
+    ansi = (real / "mlxlink_400g_counters_ansi.txt").read_text()
+    assert judge_ber(ansi).status == "pass" and judge_ber(ansi).value == 2e-9
+    thin = judge_ber(ansi.replace("2E-9", "3E-5"))
+    assert thin.status == "warn" and thin.limit == 1e-5 and "little margin" in thin.message
+    assert judge_ber("mlxlink: -E- Device mlx5_9 not found").status == "info"

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import copy
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -86,3 +88,19 @@ def test_cut_or_foreign_json_is_refused(tmp_path: Path) -> None:
     cut.write_text(text[:100])
     assert main(["parse", "nccl-tests-json", str(REAL)]) == 0
     assert main(["parse", "nccl-tests-json", str(cut)]) != 0
+
+
+def test_bench_parse_names_the_straggler(tmp_path: Path) -> None:
+    """``bench parse nccl-stragglers FILE``: the analysis on a -J document from the command line."""
+    doc = tmp_path / "run.json"
+    doc.write_text(json.dumps(four_processes()))
+    res = subprocess.run([sys.executable, "-m", "benchharness", "parse", "nccl-stragglers", str(doc)],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    got = json.loads(res.stdout)
+    assert {s["where"] for s in got["stragglers"]} == {"rank 3 on node-b GPU 1 (0000:02:00)"}
+    assert any("straggler at" in line and "1.60x" in line for line in got["lines"])
+    doc.write_text(REAL.read_text()[:200])
+    res = subprocess.run([sys.executable, "-m", "benchharness", "parse", "nccl-stragglers", str(doc)],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode != 0 and "not a complete nccl-tests JSON document" in res.stderr

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchharness.tools.nccl_json import IterationRows, iterations, process_ranks
+from benchharness.tools.nccl_json import IterationRows, iterations, load, process_ranks
 
 DEFAULT_FACTOR = 1.2
 DEFAULT_SPIKE = 1.5
@@ -117,3 +117,13 @@ def lines(stragglers: list[Straggler], spikes: list[Spike]) -> list[str]:
         out.append(f"spike at {k.size_bytes} B {k.placement}: iteration {k.iteration} took {k.time_us:.4g} us "
                    f"= {k.time_us / k.median_us:.2f}x the median ({who})")
     return out
+
+
+def report(text: str) -> dict[str, Any]:
+    """``bench parse nccl-stragglers FILE.json``: the stragglers and spikes of one ``-J`` document."""
+    found, spikes = analyze(load(text))
+    return {"stragglers": [dict(s.__dict__, factor=round(s.factor, 3), where=s.where()) for s in found],
+            "spikes": [dict(k.__dict__) for k in spikes], "lines": lines(found, spikes)}
+
+
+PARSERS = {"nccl-stragglers": report}

@@ -59,6 +59,19 @@ def cmd_run(ns: argparse.Namespace) -> int:
                      prom=kv.pop("prom", None), push=kv.pop("push", None))
 
 
+def _connections(value: str | None) -> int:
+    """``max_connections=N`` of a command line: hosts reached at once (default the runner's)."""
+    from benchharness.config.suites import MAX_CONNECTIONS_LIMIT
+    from benchharness.execution.runner import MAX_CONNECTIONS
+
+    if value is None:
+        return MAX_CONNECTIONS
+    n = int(value) if value.strip().isdigit() else 0
+    if not 1 <= n <= MAX_CONNECTIONS_LIMIT:
+        raise UsageError(f"max_connections={value}: a whole number of hosts from 1 to {MAX_CONNECTIONS_LIMIT}")
+    return n
+
+
 def cmd_export(ns: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -277,7 +290,9 @@ def cmd_doctor(ns: argparse.Namespace) -> int:
     from benchharness.telemetry.doctor import doctor, doctor_facts, ping, roles_of
     from benchharness.telemetry.golden import learn
 
-    kv = parse_kv(ns.args, allowed=("hosts", "out", "limit", "ping", "facts", "golden", "save_golden"))
+    kv = parse_kv(ns.args, allowed=("hosts", "out", "limit", "ping", "facts", "golden", "save_golden",
+                                    "max_connections"))
+    workers = _connections(kv.get("max_connections"))
     catalog = Catalog()
     golden = golden_store.load(catalog, kv["golden"]) if kv.get("golden") else None
     seen: dict[str, object] = {}
@@ -292,9 +307,9 @@ def cmd_doctor(ns: argparse.Namespace) -> int:
             print(warning, file=sys.stderr)
         hosts = inventory.select(kv["limit"]) if kv.get("limit") else inventory.hosts
         if kv.get("ping", "").lower() in ("1", "true", "yes"):
-            return ping(hosts)
+            return ping(hosts, workers=workers)
         code = doctor(hosts, out=kv.get("out"), golden=golden, reference=kv.get("golden", ""),
-                      facts_sink=lambda f: seen.update(facts=f))
+                      facts_sink=lambda f: seen.update(facts=f), workers=workers)
         seen["roles"] = roles_of(hosts)
     if kv.get("save_golden") and isinstance(seen.get("facts"), dict):
         learned = learn(seen["facts"], seen.get("roles"))  # type: ignore[arg-type]
@@ -441,8 +456,9 @@ def build_parser() -> argparse.ArgumentParser:
     add("doctor", cmd_doctor, "probe hosts and run the preflight checks: PCIe, NUMA, MTU, link, tools, "
         "governor, temperatures, GPU-NIC topology",
         "arguments: hosts=INVENTORY [limit=PATTERN] [out=FILE.json] [ping=true]\n"
-        "  [facts=FILE.json] [golden=TAG] [save_golden=TAG]\n\n"
+        "  [facts=FILE.json] [golden=TAG] [save_golden=TAG] [max_connections=N]\n\n"
         "ping=true only connects (like ansible all -m ping) and says per host how it was reached\n"
+        "max_connections=N hosts are connected to and probed at once (default 32, at most 1024)\n"
         "Hosts that differ from the majority of their role (inventory var role) and NIC model in\n"
         "firmware, driver, MTU, PCIe link, NUMA node, PFC/ECN, GID index or tool versions are listed;\n"
         "golden=TAG holds them to a stored reference instead (a difference then fails), save_golden=TAG\n"

@@ -1,6 +1,7 @@
 """Every parser ``bench parse NAME FILE`` knows: tool adapters and command-output parsers.
 
-Modules under ``benchharness/tools/`` and ``benchharness/telemetry/parsers/`` may define a
+Modules under ``benchharness/tools/``, ``benchharness/telemetry/parsers/`` and
+``benchharness/analysis/`` (a reading of a tool's output, such as ``nccl-stragglers``) may define a
 module-level ``PARSERS`` dict (name -> function from text to JSON-ready data); tool adapters
 contribute their ``parse_text`` under their own name.
 """
@@ -40,6 +41,7 @@ def registry() -> dict[str, Parser]:
     found: dict[str, Parser] = {name: adapter.parse_text for name, adapter in tools().items()}
     found.update(_module_parsers("benchharness.tools"))
     found.update(_module_parsers("benchharness.telemetry.parsers"))
+    found.update(_module_parsers("benchharness.analysis"))
     return found
 
 

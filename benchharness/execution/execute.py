@@ -119,8 +119,12 @@ def run_suite(suite_ref: str, hosts_ref: str | None, overrides: Mapping[str, str
         if prom:
             echo(f"prom: {prometheus.write_textfile(session.run_dir, Path(prom))}")
         if push:
-            prometheus.push(session.run_dir, push)
-            echo(f"pushed: {push}")
+            try:
+                prometheus.push(session.run_dir, push)
+                echo(f"pushed: {push}")
+            except StorageError as exc:  # the run is stored; its verdict exit code outranks the push's
+                echo(f"error: {exc.message}")
+                code = code or exc.exit_code
     return code
 
 

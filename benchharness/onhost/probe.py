@@ -382,10 +382,28 @@ class Probe:
             for port in self.listdir(base, dev, "ports"):
                 d["ports"].append(self.rdma_port(base + "/" + dev + "/ports/" + port, int(port)))
             devices.append(d)
+        ber = [d for d in devices if str(d["driver"] or d["device"]).startswith("mlx5")]
+        if ber and shutil.which("mlxlink"):
+            # mlxlink takes seconds per device: all of a node's NICs at once
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(max_workers=len(ber)) as pool:
+                for d, res in zip(ber, pool.map(self.mlxlink, [b["device"] for b in ber])):
+                    d["mlxlink"] = res
         out = {"source": "sysfs", "devices": devices}  # type: Dict[str, Any]
         if self.real:
             out["pyverbs"] = self.pyverbs()
         return out
+
+    def mlxlink(self, device: str) -> Dict[str, Any]:
+        """``mlxlink -d DEV -c``: the port's physical counters and BER, kept raw (judged on the controller)."""
+        res = self.run(["mlxlink", "-d", device, "-c"], timeout=max(self.timeout, 30.0))
+        if not res["available"]:
+            return res
+        if res["rc"] != 0 or "Physical Counters" not in res["stdout"]:
+            return unavailable("mlxlink -d {} -c: {}".format(
+                device, (res["stderr"].strip() or res["stdout"].strip() or "rc {}".format(res["rc"]))[-200:]))
+        return {"available": True, "raw": res["stdout"]}
 
     def rdma_port(self, base: str, number: int) -> Dict[str, Any]:
         state, phys = self.read(base, "state") or "", self.read(base, "phys_state") or ""

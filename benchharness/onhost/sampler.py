@@ -5,13 +5,16 @@ Copied to each host and started in the background by the runner::
 
     python3 sampler.py --interval 1 --netdev eth0 [--netdev eth1] [--duration N | --count N]
     python3 sampler.py --snapshot --netdev eth0 [--rdma-dev mlx5_0] [--rdma-port 1]
+    python3 sampler.py ... --gpu nvidia|amd [--path-prefix DIR]
 
 A line holds per-core and total CPU busy % (from /proc/stat deltas), memory, per-NIC rates per
 second (bytes, packets, errors, drops) and temperatures (hwmon, thermal zones). psutil is used
 when it imports (``--no-psutil`` forces /proc and /sys). SIGTERM and SIGINT end it cleanly with
 exit code 0. ``--snapshot`` prints one JSON document of raw counters (``ethtool -S``, netdev
-statistics, RDMA ``counters`` and ``hw_counters``) for before/after deltas. Standard library only,
-Python 3.6+ (hence ``typing`` generics).
+statistics, RDMA ``counters`` and ``hw_counters``) for before/after deltas. ``--gpu VENDOR`` adds
+the GPU tool's raw text: temperatures on every line (``gpu_raw``), clock throttle state in each
+snapshot (``gpu``); the controller parses both (``benchharness.telemetry.gpu_step``). Standard
+library only, Python 3.6+ (hence ``typing`` generics).
 """
 # ruff: noqa: UP006, UP021, UP022, UP035, UP045
 
@@ -215,6 +218,31 @@ def _rdma_statistic(dev: str, port: str, errors: List[str]) -> Dict[str, int]:
         return {}
 
 
+#: vendor -> (temperatures, read every interval; clock throttle state, read at the step's edges)
+GPU_COMMANDS = {
+    "nvidia": (["nvidia-smi", "--query-gpu=index,temperature.gpu,temperature.memory",
+                "--format=csv,noheader,nounits"], ["nvidia-smi", "-q", "-d", "PERFORMANCE"]),
+    "amd": (["rocm-smi", "--showtemp"], ["amd-smi", "metric", "--throttle"]),
+}
+
+
+def gpu_raw(vendor: str, which: int) -> Dict[str, Any]:
+    """One GPU tool's raw output: ``{"cmd", "rc", "text"}``, or ``{"cmd", "error"}``."""
+    argv = GPU_COMMANDS[vendor][which]
+    exe = shutil.which(argv[0])
+    if not exe:
+        return {"cmd": " ".join(argv), "error": f"{argv[0]} not found on PATH"}
+    try:
+        proc = subprocess.run([exe, *argv[1:]], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              universal_newlines=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return {"cmd": " ".join(argv), "error": str(exc)[:200]}
+    out = {"cmd": " ".join(argv), "rc": proc.returncode, "text": proc.stdout}  # type: Dict[str, Any]
+    if proc.returncode != 0:
+        out["error"] = (proc.stderr.strip() or proc.stdout.strip())[-200:] or f"exit {proc.returncode}"
+    return out
+
+
 TCP_FIELDS = ("RetransSegs", "OutSegs", "InSegs", "InErrs")
 
 
@@ -293,9 +321,18 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="with --edge-snapshots: also a snapshot line (phase: interval) every N seconds")
     parser.add_argument("--stop-on-eof", action="store_true",
                         help="stop cleanly when standard input closes (how the harness ends a step)")
+    parser.add_argument("--gpu", choices=sorted(GPU_COMMANDS), default=None,
+                        help="also read the GPUs' temperatures and clock throttle state with the vendor's tool")
+    parser.add_argument("--path-prefix", action="append", default=[],
+                        help="directory searched first for commands (stand-in nvidia-smi, amd-smi ...)")
     args = parser.parse_args(argv)
+    if args.path_prefix:
+        os.environ["PATH"] = os.pathsep.join([*args.path_prefix, os.environ.get("PATH", "")])
     if args.snapshot:
-        json.dump(snapshot(args.root, args.netdev, args.rdma_dev, args.rdma_port), sys.stdout, sort_keys=True)
+        snap = snapshot(args.root, args.netdev, args.rdma_dev, args.rdma_port)
+        if args.gpu:
+            snap["gpu"] = gpu_raw(args.gpu, 1)
+        json.dump(snap, sys.stdout, sort_keys=True)
         sys.stdout.write("\n")
         return 0
 
@@ -323,7 +360,10 @@ def main(argv: Optional[List[str]] = None) -> int:
             time.sleep(max(0.01, args.interval - (time.monotonic() - prev["t"])))
             state["sleeping"] = False
             now = reading(src, args.netdev)
-            sys.stdout.write(json.dumps(sample_line(src, args.netdev, prev, now), sort_keys=True) + "\n")
+            line = sample_line(src, args.netdev, prev, now)
+            if args.gpu:
+                line["gpu_raw"] = gpu_raw(args.gpu, 0)
+            sys.stdout.write(json.dumps(line, sort_keys=True) + "\n")
             sys.stdout.flush()
             prev, lines = now, lines + 1
             last_counters = _interval_snapshot(args, last_counters)
@@ -343,6 +383,8 @@ def main(argv: Optional[List[str]] = None) -> int:
 def _emit_snapshot(args: Any, phase: str) -> None:
     snap = snapshot(args.root, args.netdev, args.rdma_dev, args.rdma_port)
     snap.update({"type": "snapshot", "phase": phase})
+    if args.gpu and phase != "interval":
+        snap["gpu"] = gpu_raw(args.gpu, 1)
     sys.stdout.write(json.dumps(snap, sort_keys=True) + "\n")
     sys.stdout.flush()
 

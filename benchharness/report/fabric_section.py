@@ -27,7 +27,12 @@ MAX_LINES = 16
 TITLES = {"pause_us": "pause time [µs/GB]", "pause_frames": "pause frames [/GB]", "ecn": "ECN/CNP [/GB]",
           "retrans": "retransmissions [/GB]", "discards": "discards [/GB]", "out_of_buffer": "out of buffer [/GB]",
           "symbol_errors": "symbol errors [/GB]", "fec_uncorrected": "FEC uncorrected [/GB]",
-          "link_flaps": "link flaps [count]"}
+          "link_flaps": "link flaps [count]", "pcie_errors": "PCIe errors [count]",
+          "pcie_stall_s": "PCIe stalled [s]"}
+
+
+#: Families shown as counts, not per GB (events and seconds do not scale with traffic).
+COUNTED = ("link_flaps", "pcie_errors", "pcie_stall_s")
 
 
 def _line(name: str, pts: list[tuple[float, float]], t0: float) -> charts.Series:
@@ -112,7 +117,7 @@ def fabric_section(run: RunDir, info: Mapping[str, Any]) -> dict[str, Any] | Non
                      (("not exposed", "") if paused is None else ("–", "")))
         for family in FAMILIES:
             raw = r.totals.get(family)
-            cells.append((str(raw), str(raw)) if family == "link_flaps" and raw is not None
+            cells.append((str(raw), str(raw)) if family in COUNTED and raw is not None
                          else _cell(r.per_gb(family), raw))
         rows.append(cells)
     heat_rows = []

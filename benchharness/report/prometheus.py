@@ -24,6 +24,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Gauge, generate_latest, push_to_gateway, write_to_textfile
 
+from benchharness.core.errors import StorageError
 from benchharness.core.model import split_endpoint
 from benchharness.results.store import RunDir
 
@@ -96,9 +97,14 @@ def write_textfile(run: RunDir, out: Path) -> Path:
     return out
 
 
-def push(run: RunDir, gateway: str, job: str = "bench") -> None:
-    """Push the run's exposition to a Pushgateway (``http://host:9091``), grouped by suite."""
+def push(run: RunDir, gateway: str, job: str = "bench", timeout_s: float = 30.0) -> None:
+    """Push the run's exposition to a Pushgateway (``http://host:9091``), grouped by suite (an
+    HTTP PUT to ``/metrics/job/<job>/suite/<suite>``, replacing that group's metrics). A gateway
+    that cannot be reached or refuses is a StorageError naming it; the run itself stays stored."""
     info = run.run_info()
     suite = info.get("suite") if isinstance(info.get("suite"), Mapping) else {"name": info.get("suite")}
-    push_to_gateway(gateway, job=job, registry=registry_of(run),
-                    grouping_key={"suite": str((suite or {}).get("name") or "bench")})
+    try:
+        push_to_gateway(gateway, job=job, registry=registry_of(run), timeout=timeout_s,
+                        grouping_key={"suite": str((suite or {}).get("name") or "bench")})
+    except (OSError, ValueError) as exc:  # urllib's URLError / HTTPError are OSErrors
+        raise StorageError(f"push={gateway}: the Pushgateway did not take the metrics: {exc}") from None

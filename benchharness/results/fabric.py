@@ -397,8 +397,9 @@ def _heat_rows(run: RunDir, test: str, step: str, seconds: float, lim: Mapping[s
 
 
 def _throttle_rows(run: RunDir, test: str, step: str, lim: Mapping[str, Any]) -> list[LoadRow]:
-    """Clock throttle reasons read at the step's end (``telemetry/gpu/<step>/<host>.json``:
-    ``{"gpus": [{"gpu": id, "active": [reason ...]}], "source": ...}``)."""
+    """Clock throttle reasons of the step (``telemetry/gpu/<step>/<host>.json``, written by
+    ``telemetry/gpu_step.py``: ``{"gpus": [{"gpu": id, "active": [reason ...]}], "source": ...}``);
+    the value is the number of GPUs throttled."""
     folder = run.path / "telemetry" / "gpu" / step
     mode = str(lim["throttle"])
     bad = str(lim.get("status", "fail"))
@@ -409,14 +410,20 @@ def _throttle_rows(run: RunDir, test: str, step: str, lim: Mapping[str, Any]) ->
         except (OSError, json.JSONDecodeError):
             continue
         gpus = data.get("gpus") if isinstance(data, Mapping) else None
+        if isinstance(data, Mapping) and data.get("error"):  # the tool answered nothing: said, not judged
+            out.append(LoadRow(test, step, path.stem, None, "throttle", "info", None, 0.0,
+                               f"{path.stem}: clock throttle state not read ({data.get('source', 'GPU tool')}: "
+                               f"{data['error']}); not judged"))
+            continue
         if not isinstance(gpus, list) or not gpus:
             continue
         hits = [(str(g.get("gpu")), r) for g in gpus if isinstance(g, Mapping)
                 for r in load.throttled([str(x) for x in g.get("active") or []], mode)]
         status = bad if hits else "pass"
+        hot = {g for g, _ in hits}
         text = "; ".join(f"GPU {g}: {r}" for g, r in hits[:6]) or f"no {'thermal ' if mode == 'thermal' else ''}" \
             f"throttle reason active on {len(gpus)} GPU(s)"
-        out.append(LoadRow(test, step, path.stem, None, "throttle", status, float(len(hits)), 0.0,
+        out.append(LoadRow(test, step, path.stem, None, "throttle", status, float(len(hot)), 0.0,
                            f"{path.stem}: {text} ({data.get('source', 'GPU tool')}, throttle: {mode})"))
     if not out:
         out.append(LoadRow(test, step, "*", None, "throttle", "info", None, 0.0,

@@ -20,6 +20,7 @@ from benchharness.core.naming import safe_name
 from benchharness.core.values import as_list
 from benchharness.telemetry import requirements
 from benchharness.telemetry.counters import delta
+from benchharness.telemetry.gpu_step import fold_temperatures, sampler_gpu_vendor, throttle_record
 from benchharness.telemetry.health import snapshot_seconds, step_context
 from benchharness.telemetry.series import write_series
 from benchharness.transport import Process, Transport
@@ -122,6 +123,11 @@ def sampler_argv(host: Host, path: str, interval: float, counters_every: float =
         argv += ["--counters-every", f"{counters_every:g}"]
     if host.var("telemetry_root"):
         argv += ["--root", str(host.var("telemetry_root"))]
+    vendor = sampler_gpu_vendor(host)
+    if vendor:
+        argv += ["--gpu", vendor]
+        for d in as_list(host.var("telemetry_path")):
+            argv += ["--path-prefix", str(d)]
     rails = host.nics()
     for netdev in dict.fromkeys(r.netdev for r in rails if r.netdev):
         argv += ["--netdev", str(netdev)]
@@ -149,19 +155,34 @@ def rail_counters(host: Host, d: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def split_sampler_output(text: str) -> tuple[list[dict[str, Any]], dict[str, dict[str, int]]]:
-    """Interval lines and the start/end counter snapshots of one sampler run."""
+    """Interval lines (GPU temperatures folded in) and the start/end counter snapshots of one
+    sampler run."""
     lines: list[dict[str, Any]] = []
     snaps: dict[str, dict[str, int]] = {}
+    for item in _sampler_items(text):
+        if item.get("type") == "snapshot":
+            snaps[item.get("phase", "?")] = {k: int(v) for k, v in (item.get("counters") or {}).items()}
+        else:
+            lines.append(item)
+    return fold_temperatures(lines), snaps
+
+
+def sampler_gpu_edges(text: str) -> dict[str, Any]:
+    """The GPU tool's raw throttle state at the step's start and end (``--gpu``), by phase."""
+    return {str(item.get("phase")): item["gpu"] for item in _sampler_items(text)
+            if item.get("type") == "snapshot" and "gpu" in item}
+
+
+def _sampler_items(text: str) -> list[dict[str, Any]]:
+    out = []
     for raw in text.splitlines():
         try:
             item = json.loads(raw)
         except json.JSONDecodeError:
             continue  # a line cut when the host went away
-        if item.get("type") == "snapshot":
-            snaps[item.get("phase", "?")] = {k: int(v) for k, v in (item.get("counters") or {}).items()}
-        else:
-            lines.append(item)
-    return lines, snaps
+        if isinstance(item, dict):
+            out.append(item)
+    return out
 
 
 class TelemetryObserver:
@@ -227,6 +248,10 @@ class TelemetryObserver:
             runner.untrack(proc)
             lines, snaps = split_sampler_output(proc.stdout)
             write_series(runner.run_dir, step.id, host.name, proc.stdout)
+            edges = sampler_gpu_edges(proc.stdout)
+            gpu = throttle_record(edges.get("start"), edges.get("end"))
+            if gpu is not None:
+                runner.run_dir.write_json(f"telemetry/gpu/{safe_name(step.id)}/{safe_name(host.name)}.json", gpu)
             if lines:
                 runner.run_dir.write_text(f"telemetry/samples/{safe_name(step.id)}/{safe_name(host.name)}.jsonl",
                                           "".join(json.dumps(line) + "\n" for line in lines))

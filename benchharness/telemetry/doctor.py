@@ -88,12 +88,13 @@ def _ping(transport: Any) -> tuple[bool, str]:
     return rc == 0 and not timed_out, "" if rc == 0 else f"exit {rc} {err.strip()[:200]}"
 
 
-def ping(hosts: Sequence[Host], echo: Any = print) -> int:
-    """Connect to every host and run ``true``: one line each, SUCCESS or UNREACHABLE, like ansible's ping."""
+def ping(hosts: Sequence[Host], echo: Any = print, workers: int = 32) -> int:
+    """Connect to every host (``workers`` at once) and run ``true``: one line each, SUCCESS or
+    UNREACHABLE, like ansible's ping."""
     from concurrent.futures import ThreadPoolExecutor
 
     transports = [transport_for(h) for h in hosts]
-    with ThreadPoolExecutor(max_workers=min(32, max(1, len(hosts)))) as pool:
+    with ThreadPoolExecutor(max_workers=min(workers, max(1, len(hosts)))) as pool:
         results = list(pool.map(_ping, transports))
     for host, t, (ok, why) in zip(hosts, transports, results, strict=True):
         retries = getattr(t, "retries", 0)
@@ -151,15 +152,15 @@ def doctor_facts(path: str, golden: Mapping[str, Mapping[str, GoldenValue]] | No
 
 def doctor(hosts: Sequence[Host], out: str | None = None, echo: Any = print,
            golden: Mapping[str, Mapping[str, GoldenValue]] | None = None, reference: str = "",
-           facts_sink: Any = None) -> int:
-    """Probe ``hosts``, print facts, verdicts and departures from the golden configuration (the
-    hosts' majority, or ``golden``); exit 1 on a failed check or a departure from a tagged
-    golden configuration, 3 if a host is unreachable. ``facts_sink`` receives the facts."""
+           facts_sink: Any = None, workers: int = 32) -> int:
+    """Probe ``hosts`` (``workers`` at once), print facts, verdicts and departures from the golden
+    configuration (the hosts' majority, or ``golden``); exit 1 on a failed check or a departure
+    from a tagged golden configuration, 3 if a host is unreachable. ``facts_sink`` receives the facts."""
     from benchharness.telemetry.preflight import run_findings, to_verdict
 
     transports = [transport_for(h) for h in hosts]
     try:
-        facts = probe_all(transports)
+        facts = probe_all(transports, workers=workers)
     finally:
         for t in transports:
             t.close()

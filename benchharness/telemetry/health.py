@@ -12,6 +12,8 @@ A test's ``health:`` block (suites) sets limits; each is optional and unset mean
       symbol_errors: 0
       fec_uncorrected: 0       # FEC blocks that could not be corrected
       pre_fec_ber: 1e-8        # corrected bits / received bits (mlx5 rx_corrected_bits_phy / rx_bits_phy)
+      pcie_errors: 0           # the NIC's PCIe link retrained for signal integrity (mlx5 *_pci_signal_integrity)
+      pcie_stall_s: 0          # seconds the NIC lacked PCIe credits over 30% of the time (mlx5 outbound_pci_stalled_*_events)
       status: fail             # fail (default) or warn
 
 ``judge(counters, ...)`` takes the counters of one rail (``source:object:name`` -> delta) and
@@ -37,13 +39,14 @@ QUANTUM_BITS = 512
 MAX_QUANTA = 65535
 
 LIMIT_KEYS = ("pause_share", "ecn_per_gb", "retrans_per_mpkt", "discards_per_mpkt",
-              "out_of_buffer_per_mpkt", "link_flaps", "symbol_errors", "fec_uncorrected", "pre_fec_ber")
+              "out_of_buffer_per_mpkt", "link_flaps", "symbol_errors", "fec_uncorrected", "pre_fec_ber",
+              "pcie_errors", "pcie_stall_s")
 HEALTH_KEYS = (*LIMIT_KEYS, *LOAD_KEYS, "status")
 #: What each limit is called in verdicts (``health: <label>``).
 LABELS = {"pause_share": "pause share", "ecn_per_gb": "ECN/CNP marks", "retrans_per_mpkt": "retransmissions",
           "discards_per_mpkt": "discards", "out_of_buffer_per_mpkt": "out of buffer",
           "link_flaps": "link flaps", "symbol_errors": "symbol errors", "fec_uncorrected": "FEC uncorrected",
-          "pre_fec_ber": "pre-FEC BER"}
+          "pre_fec_ber": "pre-FEC BER", "pcie_errors": "PCIe errors", "pcie_stall_s": "PCIe stalls"}
 
 # ---------------------------------------------------------------- counter families (by base name)
 
@@ -83,6 +86,11 @@ _BUFFER = re.compile(r"out_of_buffer|no_buffer|nobuf|rx_buff_alloc_err")
 _LINK = ("carrier_down_count", "link_down_events_phy", "link_downed", "carrier_changes")
 _SYMBOL = re.compile(r"^(?:rx_)?(?:pcs_)?symbol_err(?:or)?s?(?:_phy)?$")
 _FEC_UNCORRECTED = re.compile(r"fec_uncorrect|uncorrectable_blocks|rx_fec_uncorr")
+#: mlx5 (Documentation/networking/device_drivers/ethernet/mellanox/mlx5/counters.rst): PCIe
+#: physical-layer errors (transitions to recovery on framing and CRC errors), and the seconds in
+#: which outbound reads / writes were stalled for lack of PCIe credits more than 30% of the time.
+_PCIE_ERRORS = re.compile(r"^(?:rx|tx)_pci_signal_integrity$")
+_PCIE_STALLS = re.compile(r"^outbound_pci_stalled_(?:rd|wr)_events$")
 _FEC_CORRECTED_BITS = "rx_corrected_bits_phy"
 _RX_BITS = "rx_bits_phy"
 _PER_QUEUE = re.compile(r"^(?:rx|tx|ch|xdp)\d+_|queue_\d+|_q\d+_")
@@ -333,6 +341,16 @@ def judge(counters: Mapping[str, int], limits: Mapping[str, Any], *, seconds: fl
                 missing(limit, "no uncorrectable-FEC counters")
             else:
                 verdict(limit, float(total), _names(keys, counters), total, f"{total} uncorrectable FEC blocks")
+        elif limit in ("pcie_errors", "pcie_stall_s"):
+            rx = _PCIE_ERRORS if limit == "pcie_errors" else _PCIE_STALLS
+            total, keys = _sum(counters, {base_name(k) for k in counters if rx.match(base_name(k))})
+            if not keys:
+                missing(limit, "no PCIe signal-integrity counters" if limit == "pcie_errors"
+                        else "no PCIe outbound-stall counters")
+            else:
+                verdict(limit, float(total), _names(keys, counters), total,
+                        f"{total} PCIe link recoveries" if limit == "pcie_errors"
+                        else f"{total} s stalled for PCIe credits over 30% of the time")
         elif limit == "pre_fec_ber":
             corrected, ckeys = _sum(counters, {_FEC_CORRECTED_BITS})
             bits, bkeys = _sum(counters, {_RX_BITS})
@@ -417,7 +435,7 @@ def step_context(host: Any, step: Any, seconds: float | None) -> dict[str, Any]:
 
 #: The counter families the report shows per rail, in its column order.
 FAMILIES = ("pause_us", "pause_frames", "ecn", "retrans", "discards", "out_of_buffer", "symbol_errors",
-            "fec_uncorrected", "link_flaps")
+            "fec_uncorrected", "link_flaps", "pcie_errors", "pcie_stall_s")
 
 
 def families(counters: Mapping[str, int]) -> dict[str, int | None]:
@@ -439,6 +457,8 @@ def families(counters: Mapping[str, int]) -> dict[str, int | None]:
     add("out_of_buffer", {n for n in names if _BUFFER.search(n) and not _PER_QUEUE.search(n)})
     add("symbol_errors", {n for n in names if _SYMBOL.match(n)})
     add("fec_uncorrected", {n for n in names if _FEC_UNCORRECTED.search(n)})
+    add("pcie_errors", {n for n in names if _PCIE_ERRORS.match(n)})
+    add("pcie_stall_s", {n for n in names if _PCIE_STALLS.match(n)})
     for name in _LINK:
         total, keys = _sum(counters, {name})
         if keys:

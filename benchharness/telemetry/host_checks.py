@@ -7,7 +7,8 @@ evidence. ``bench doctor``, ``bench run``'s preflight (``telemetry/preflight.py`
 (``results/runview.py``) all use these results; none of them judges a host fact itself.
 
 Per rail: PCIe width/speed against the card's capability, the NIC's NUMA node against the rail's
-``numa_node`` (and against its GPU's NUMA node), link state and speed, MTU, GID index, transceiver
+``numa_node`` (and against its GPU's NUMA node), link state and speed, MTU, GID index, the
+link's bit error rate (``mlxlink -c``, ``telemetry/link_ber.py``), transceiver
 and ASIC temperatures, GPU <-> NIC PCIe relation. Per host: GPUs' PCIe links and temperatures
 (NVIDIA and AMD), GPUDirect RDMA module, tools, CPU governor, probe errors.
 """
@@ -22,6 +23,7 @@ from typing import Any
 from benchharness.core.model import Host, Rail, Verdict
 from benchharness.core.values import gpu_indices
 from benchharness.telemetry import requirements
+from benchharness.telemetry.link_ber import judge_ber
 from benchharness.telemetry.parsers.amd_gpu import parse_rocm_smi_temp
 from benchharness.telemetry.parsers.ethtool_module import parse_module
 from benchharness.telemetry.parsers.gpu import parse_amd_smi
@@ -321,6 +323,17 @@ class HostJudge:
         found = "no such entry" if entry is None else f"{entry.get('type')} {entry.get('gid')}"
         self.add(rf, "gid_index", "fail", f"{where} is {found}{hint}", found, address, rail.gid_index, suggested)
 
+    def link_ber(self, rf: RailFacts) -> None:
+        """The port's bit error rate from ``mlxlink -c`` where the probe could run it (mlx5 NICs)."""
+        ml = (rf.rdma or {}).get("mlxlink")
+        if not ml:
+            return  # not an mlx5 NIC, or no mlxlink on the host: nothing to say per rail
+        if not _available(ml):
+            self.add(rf, "link_ber", "info", f"BER not read: {ml.get('reason')}")
+            return
+        got = judge_ber(str(ml.get("raw") or ""))
+        self.add(rf, "link_ber", got.status, f"mlxlink: {got.message}", got.value, got.limit, got.value, got.limit)
+
     def nic_temperatures(self, rf: RailFacts) -> None:
         nic = rf.nic or {}
         module = nic.get("module") or {}
@@ -470,6 +483,7 @@ class HostJudge:
             self.numa(rf, gpu_numa)
             self.link(rf)
             self.gid_index(rf)
+            self.link_ber(rf)
             self.nic_temperatures(rf)
         self.gpus()
         self.gpudirect()

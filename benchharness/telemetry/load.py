@@ -157,9 +157,10 @@ def heat(series: dict[str, list[tuple[float, float]]]) -> list[Heat]:
 # ---------------------------------------------------------------- throttle
 
 #: Reasons that mean the chip slowed itself for heat or a power brake, by their words in
-#: nvidia-smi and amd-smi output (``HW Thermal Slowdown``, ``HW Slowdown``, ``PROCHOT``,
-#: ``THM_CORE`` ...); a power cap (``SW Power Cap``, AMD ``PPT``) is the chip holding its budget.
-_THERMAL_WORDS = ("thermal", "power brake", "prochot", "thm", "hw slowdown")
+#: nvidia-smi and amd-smi output (``HW Thermal Slowdown``, ``HW Power Brake Slowdown`` and its
+#: counter ``HW Power Braking``, ``PROCHOT``, ``SOCKET_THERMAL`` ...); a power cap (``SW Power
+#: Cap``, AMD ``PPT``) is the chip holding its budget.
+_THERMAL_WORDS = ("thermal", "power brak", "prochot", "thm", "hw slowdown")
 
 
 def is_thermal(reason: str) -> bool:

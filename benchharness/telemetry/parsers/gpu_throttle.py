@@ -1,4 +1,4 @@
-"""``nvidia-smi -q -d PERFORMANCE``: clock throttle reasons per GPU (which are active, and the
+"""Clock throttle state per GPU. ``nvidia-smi -q -d PERFORMANCE``: clock throttle reasons per GPU (which are active, and the
 accumulated time per cause where the driver counts it).
 
 Two headings exist: "Clocks Event Reasons" (drivers since about R535) and the older "Clocks
@@ -7,6 +7,10 @@ Throttle Reasons"; each reason line reads ``Name : Active`` or ``Name : Not Acti
 "Clocks Event Reasons Counters" lines read ``SW Power Capping : 50284264713 us``. A GPU whose
 section is ``N/A`` gives no reasons (absent, not "none active"). The judge of the reasons is
 ``telemetry.load.throttled``.
+
+``amd-smi metric --throttle`` (MI300 and later; an alias of ``--violation`` since ROCm 7.0):
+per GPU ``<CAUSE>_ACCUMULATED`` counters and ``<CAUSE>_VIOLATION_ACTIVE: ACTIVE | NOT ACTIVE`` for
+PROCHOT, PPT (package power), SOCKET_THERMAL, VR_THERMAL and HBM_THERMAL.
 """
 
 from __future__ import annotations
@@ -60,3 +64,31 @@ def parse_performance(text: str) -> list[dict[str, Any]]:
             if num:
                 current["counters_us"][name] = int(num.group(1))
     return [g for g in gpus if g["reasons"] or g["counters_us"]]
+
+
+_AMD_GPU = re.compile(r"^GPU:\s*(\d+)\s*$")
+_AMD_ITEM = re.compile(r"^\s*([A-Z][A-Z0-9_]*?)_(ACCUMULATED|VIOLATION_ACTIVE)\s*:\s*(.*?)\s*$")
+
+
+def parse_amd_throttle(text: str) -> list[dict[str, Any]]:
+    """``amd-smi metric --throttle``: one dict per GPU: ``gpu`` (index), ``active`` (``"PPT
+    violation"`` ...), ``reasons`` (cause -> bool) and ``accumulated`` (cause -> counter)."""
+    gpus: list[dict[str, Any]] = []
+    current: dict[str, Any] | None = None
+    for raw in text.splitlines():
+        m = _AMD_GPU.match(raw.strip())
+        if m:
+            current = {"gpu": m.group(1), "active": [], "reasons": {}, "accumulated": {}}
+            gpus.append(current)
+            continue
+        item = _AMD_ITEM.match(raw)
+        if current is None or not item:
+            continue
+        cause, kind, value = item.groups()
+        if kind == "ACCUMULATED" and re.match(r"^\d+$", value):
+            current["accumulated"][cause] = int(value)
+        elif kind == "VIOLATION_ACTIVE" and value.upper() in ("ACTIVE", "NOT ACTIVE"):
+            current["reasons"][cause] = value.upper() == "ACTIVE"
+            if value.upper() == "ACTIVE":
+                current["active"].append(f"{cause} violation")
+    return [g for g in gpus if g["reasons"] or g["accumulated"]]
