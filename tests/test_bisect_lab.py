@@ -12,6 +12,7 @@ import json
 import math
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -35,7 +36,8 @@ def test_bisect_names_the_slow_host(lab8: LabInfo, tmp_path: Path) -> None:
     out = tmp_path / "bisect"
     run = subprocess.run([sys.executable, "-m", "benchharness", "bisect", f"hosts={lab8.inventory}",
                           "suite=allreduce", "minbytes=16M", "cpu_maxbytes=16M", "iters=4", "warmup=1",
-                          "bisect_concurrent=false", "bisect_share=0.6", "bisect_seconds=400", f"out={out}"],
+                          "bisect_concurrent=false", "bisect_share=0.6", "bisect_seconds=400", f"out={out}",
+                          f"junit={tmp_path / 'bisect.xml'}"],
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 1, run.stdout + run.stderr  # 1: a node was named
     result = json.loads((out / "bisect.json").read_text())
@@ -46,3 +48,7 @@ def test_bisect_names_the_slow_host(lab8: LabInfo, tmp_path: Path) -> None:
     assert "SUSPECT h5:" in run.stdout and "confirm" in run.stdout
     # every group that passed held healthy hosts only, and h5's groups all missed
     assert all("h5" not in r["members"] for r in result["results"] if r["passed"])
+    # one JUnit testcase per node, failed for h5 only
+    junit = ET.parse(tmp_path / "bisect.xml").getroot()
+    failed = [c.get("classname") for c in junit.iter("testcase") if c.find("failure") is not None]
+    assert failed == ["allreduce.h5"] and junit.get("tests") == "8", ET.tostring(junit, encoding="unicode")

@@ -74,6 +74,32 @@ def test_flaky_miss_is_not_named_and_failed_groups_count_as_misses() -> None:
     assert any("not named" in n for n in s.finish_notes())
 
 
+def test_each_node_gets_a_verdict_that_junit_carries() -> None:
+    """A named node fails with every group it was in; the others pass, cleared by a group; the
+    verdicts become one JUnit testcase per node (what ``bench bisect junit=FILE`` writes)."""
+    import xml.etree.ElementTree as ET
+
+    from benchharness.report.junit import junit_xml
+
+    s = simulate(8, {"h5"}, limit=1.0)
+    verdicts = {v.host: v for v in s.verdicts(test="allreduce")}
+    assert set(verdicts) == {f"h{i}" for i in range(1, 9)}
+    assert verdicts["h5"].status == "fail" and "h5 drags the collective down" in verdicts["h5"].message
+    assert "confirm" in verdicts["h5"].message and "MISS" in verdicts["h5"].message
+    assert all(v.status == "pass" and "cleared" in v.message for h, v in verdicts.items() if h != "h5")
+    root = ET.fromstring(junit_xml({"run_id": "b", "suite": {"name": "allreduce"}, "hosts": list(verdicts),
+                                    "verdicts": [v.__dict__ for v in verdicts.values()]}))
+    assert root.get("tests") == "8" and root.get("failures") == "1"
+    (failed,) = [c for c in root.iter("testcase") if c.find("failure") is not None]
+    assert failed.get("classname") == "allreduce.h5" and failed.get("name") == "allreduce: bisect: collective pace"
+    stopped = HalvingSearch([f"h{i}" for i in range(8)], limit=10.0, max_rounds=1)
+    stopped.next_round()
+    stopped.record([1.0])
+    assert stopped.next_round() == []
+    assert {v.status for v in stopped.verdicts()} == {"info"}
+    assert "max_rounds" in stopped.verdicts()[0].message
+
+
 def test_bad_arguments() -> None:
     with pytest.raises(ValueError, match="at least 2"):
         HalvingSearch(["a"])

@@ -236,17 +236,22 @@ class _Gateway:
         self.server.server_close()
 
 
-def test_bench_export_pushes_the_verdicts_to_a_pushgateway(tmp_path: Path) -> None:
-    run = _stored_run(tmp_path)
-    info = run.run_info()
-    info["verdicts"] = [v.__dict__ for v in run_health.verdicts(run_health.rows(run))]
-    run.write_run_info(info)
-    gateway = _Gateway()
+def _export_to(run: RunDir, gateway: _Gateway) -> tuple[_Gateway, subprocess.CompletedProcess[str]]:
+    """``bench export RUN push=URL`` against a stand-in gateway, closed afterwards."""
     try:
         res = subprocess.run([sys.executable, "-m", "benchharness", "export", str(run.path), f"push={gateway.url}"],
                              capture_output=True, text=True, timeout=120)
     finally:
         gateway.close()
+    return gateway, res
+
+
+def test_bench_export_pushes_the_verdicts_to_a_pushgateway(tmp_path: Path) -> None:
+    run = _stored_run(tmp_path)
+    info = run.run_info()
+    info["verdicts"] = [v.__dict__ for v in run_health.verdicts(run_health.rows(run))]
+    run.write_run_info(info)
+    gateway, res = _export_to(run, _Gateway())
     assert res.returncode == 0, res.stdout + res.stderr
     ((method, path, body),) = gateway.requests
     assert method == "PUT" and path == "/metrics/job/bench/suite/s", path
@@ -258,12 +263,7 @@ def test_bench_export_pushes_the_verdicts_to_a_pushgateway(tmp_path: Path) -> No
 
 def test_a_gateway_that_refuses_is_one_line_and_exit_4(tmp_path: Path) -> None:
     run = _stored_run(tmp_path)
-    gateway = _Gateway(status=500)
-    try:
-        res = subprocess.run([sys.executable, "-m", "benchharness", "export", str(run.path), f"push={gateway.url}"],
-                             capture_output=True, text=True, timeout=120)
-    finally:
-        gateway.close()
+    gateway, res = _export_to(run, _Gateway(status=500))
     assert res.returncode == 4, res.stdout + res.stderr
     assert "Traceback" not in res.stderr
     assert f"push={gateway.url}: the Pushgateway did not take the metrics" in res.stderr

@@ -13,9 +13,14 @@ Both checks read summary rows with the share of line rate that ``frames.add_line
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
+
+from benchharness.core.model import Verdict
+from benchharness.results.store import RunDir
 
 SINGLE_SHARE = 0.6
 """One connection below this share of the capacity is far below it."""
@@ -117,3 +122,43 @@ def collective_plateau(df: pd.DataFrame, metric: str = "busbw_GBps", sizes: int 
 
 def _unit(metric: str) -> str:
     return {"gbps": "Gbit/s", "GBps": "GB/s"}.get(metric.rsplit("_", 1)[-1], "")
+
+
+#: The check a test's path-spread verdicts are filed under.
+CHECK = "path spread"
+
+
+def _with_capacity(df: pd.DataFrame, rates: Mapping[str, float], metric: str = "busbw_GBps") -> pd.DataFrame:
+    """A collective's rows with ``<metric>_line_rate_pct`` against its hosts' aggregate (every rail:
+    NCCL spreads a collective over them), the smallest host's (``analysis/capacity.py``)."""
+    from benchharness.analysis.capacity import host_aggregate
+
+    if metric not in df.columns or "hosts" not in df.columns:
+        return df
+    out = df.copy()
+
+    def share(row: pd.Series) -> float:
+        names = [h for h in str(row.get("hosts") or "").split(",") if h]
+        caps = [c for c in (host_aggregate(rates, h) for h in names) if c]
+        return float(row[metric]) * 8.0 / min(caps) * 100.0 if caps and pd.notna(row[metric]) else float("nan")
+
+    out[f"{metric}_line_rate_pct"] = out.apply(share, axis=1)
+    return out
+
+
+def run_verdicts(run: RunDir, info: Mapping[str, Any], test: str, status: str,
+                 rates: Mapping[str, float]) -> list[Verdict]:
+    """The ``path_spread:`` verdicts of one test of a stored run: one per finding (``status``), or
+    one ``pass`` saying what was looked at; ``info`` when the test has nothing to judge."""
+    from benchharness.analysis import frames
+
+    df, _ = frames.load_run(run, steps_per_test=0, tests=[test])
+    if df.empty:
+        return [Verdict(CHECK, "info", f"{test}: no samples to judge for path spread", test=test)]
+    df = frames.line_rate_share(df, info, run=run)
+    found = qp_spread(df) + collective_plateau(_with_capacity(df, rates))
+    if found:
+        return [Verdict(CHECK, status, f.message, test=test, value=round(f.share, 4),
+                        limit=SINGLE_SHARE if f.kind == "single_qp" else PLATEAU_BAND[1]) for f in found]
+    looked = "queue pairs per pair and rail" if "qps" in df.columns else "the largest sizes' bus bandwidth"
+    return [Verdict(CHECK, "pass", f"{test}: no sign of traffic concentrated on few paths ({looked})", test=test)]

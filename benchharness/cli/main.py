@@ -98,7 +98,7 @@ def cmd_bisect(ns: argparse.Namespace) -> int:
     hosts = _require(kv, "hosts", "bisect")
     rest = {k: v for k, v in kv.items() if k not in BISECT_KEYS}
     return run_bisect(kv.get("suite") or "allreduce", hosts, rest, out=kv.get("out"), test=kv.get("test"),
-                      limit=kv.get("limit"), launcher=kv.get("launcher"))
+                      limit=kv.get("limit"), launcher=kv.get("launcher"), junit=kv.get("junit"))
 
 
 def cmd_plan(ns: argparse.Namespace) -> int:
@@ -406,10 +406,11 @@ def build_parser() -> argparse.ArgumentParser:
         ).add_argument("args", nargs="*", metavar="KEY=VALUE")
     add("bisect", cmd_bisect, "find the nodes that drag a collective down: test halves concurrently, "
         "narrow to the slow nodes, confirm with random healthy partners",
-        "arguments: hosts=INVENTORY [suite=allreduce] [test=NAME] [limit=BUSBW_GBps] [out=DIR]\n"
+        "arguments: hosts=INVENTORY [suite=allreduce] [test=NAME] [limit=BUSBW_GBps] [out=DIR] [junit=FILE]\n"
         "  [bisect_share=0.7] [bisect_rounds=N] [bisect_seconds=1800] [bisect_seed=0] [KEY=VALUE ...]\n\n"
         "A group passes at bisect_share of limit= (else of the median healthy group). Exit 1 when a node\n"
-        "is named (with the groups it was in and their bus bandwidth), 0 when none, 3 when nothing ran.\n\n"
+        "is named (with the groups it was in and their bus bandwidth), 0 when none, 3 when nothing ran.\n"
+        "junit=FILE: one testcase per node, failed for a named node (bench export RUN reads the same verdicts)\n\n"
         "example:\n  bench bisect hosts=cluster.ini suite=allreduce limit=40"
         ).add_argument("args", nargs="*", metavar="KEY=VALUE")
     add("plan", cmd_plan, "print the rounds and exact command lines a run would execute, without running",

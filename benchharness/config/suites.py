@@ -60,7 +60,9 @@ MAX_CONNECTIONS_LIMIT = 1024
 _PLANNER_SETTINGS = {"repeat", "base_port", "telemetry", "telemetry_interval", "preflight", "counters_interval"}
 TOP_KEYS = ("description", "settings", "tests", "verdicts")
 TEST_KEYS = ("name", "tool", "hosts", "pattern", "pairs", "sweep", "repeat", "params", "checks", "rails",
-             "health", "requires")
+             "health", "requires", "path_spread")
+#: ``path_spread:`` of a test: the status its concentrated-path findings get (analysis/path_spread.py).
+PATH_SPREAD_STATUS = ("warn", "fail")
 #: ``requires:`` of a test: what some hosts may lack. A step whose tool fails for want of it
 #: (failure kind ``tool_missing``) is skipped, "skipped: torch not found on h3" (JUnit
 #: ``<skipped>``, its checks ``info``), never failed; without ``requires:`` it fails as before.
@@ -103,6 +105,8 @@ class TestSpec:
     health: dict[str, Any] | None = None
     #: What the test needs that a host may lack (REQUIREMENTS): without it a step is skipped, not failed.
     requires: tuple[str, ...] = ()
+    #: Judge the test's samples for traffic concentrated on few switch paths, with this status.
+    path_spread: str | None = None
 
 
 @dataclass(frozen=True)
@@ -440,6 +444,16 @@ def _requires(check: _Checker, data: LineMap, what: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(items))
 
 
+def _path_spread(check: _Checker, data: LineMap, what: str) -> str | None:
+    """``path_spread: warn`` (or ``true``) / ``fail``: the status of its findings; None: not judged."""
+    raw, line = data.get("path_spread"), data.key_lines.get("path_spread")
+    if raw is None or raw is False:
+        return None
+    value = "warn" if raw is True else str(raw)
+    check.choice(value, PATH_SPREAD_STATUS, f"{what}: path_spread", line)
+    return value
+
+
 def _draft(check: _Checker, item: Any, line: int, earlier: list[_Draft]) -> _Draft:
     data = check.mapping(item, "each test", line)
     name = check.string(data, "name", f"test at line {data.line}")
@@ -582,7 +596,7 @@ def _finish(check: _Checker, d: _Draft, settings: Mapping[str, Any], setting_lin
                        f"not {pattern}", lines.get("rails"))
     spec = TestSpec(d.name, adapter.name, hosts, pattern, sweep, repeat, dict(d.params), data.line,
                     pairs, lines, _checks(check, data, what), rails, _health(check, data, what),
-                    _requires(check, data, what))
+                    _requires(check, data, what), _path_spread(check, data, what))
     cases = expand_cases(spec)
     for case in cases:
         try:

@@ -31,7 +31,7 @@ from benchharness.planning.plan import Plan, build_plan
 from benchharness.results.store import RunDir, new_run_id, results_root
 
 METRIC = "busbw_GBps"
-BISECT_KEYS = ("suite", "hosts", "out", "test", "limit", "launcher")
+BISECT_KEYS = ("suite", "hosts", "out", "test", "limit", "launcher", "junit")
 
 
 def group_figure(samples: Sequence[Record], step_id: str) -> float | None:
@@ -97,10 +97,11 @@ def search_of(hosts: Sequence[str], settings: Mapping[str, Any], limit: str | No
 
 def run_bisect(suite_ref: str, hosts_ref: str, overrides: Mapping[str, str], *, out: str | None = None,
                test: str | None = None, limit: str | None = None, launcher: str | None = None,
-               echo: Callable[[str], None] = print,
+               junit: str | None = None, echo: Callable[[str], None] = print,
                make_runner: Callable[[Plan, RunDir], Any] | None = None) -> int:
     """Halving search over the inventory's hosts; exit 1 when it names a node, 0 when none, 3 when
-    a round could not run at all."""
+    a round could not run at all. Each node's verdict goes to run.json (``bench export`` reads it)
+    and, with ``junit``, to a JUnit file: a named node is a failed testcase with its evidence."""
     from benchharness.config.inventory import load_inventory
     from benchharness.config.suites import load_suite
     from benchharness.execution.launchers import launcher_name, make_launcher
@@ -141,9 +142,14 @@ def run_bisect(suite_ref: str, hosts_ref: str, overrides: Mapping[str, str], *, 
     run_dir.write_json("bisect.json", result)
     run_dir.write_run_info({"run_id": run_dir.path.name, "kind": "bisect", "suite": {"name": suite.name},
                             "hosts": list(by_name), "test": name, "state": "complete",
-                            "bisect": {k: result[k] for k in ("suspects", "rounds", "notes")}})
+                            "bisect": {k: result[k] for k in ("suspects", "rounds", "notes")},
+                            "verdicts": [v.__dict__ for v in search.verdicts(test=name)]})
     for line in search.lines():
         echo(line)
+    if junit:
+        from benchharness.report.junit import write_junit
+
+        echo(f"junit: {write_junit(run_dir, Path(junit))}")
     if not ran_any:
         return EXIT_STEPS_FAILED
     return EXIT_VERDICT_FAILED if search.suspects else EXIT_OK

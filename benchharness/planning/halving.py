@@ -33,7 +33,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from benchharness.core.model import Verdict
+
 DEFAULT_SHARE = 0.7
+#: The check a node's verdict is filed under (JUnit testcase, Prometheus label).
+CHECK = "bisect: collective pace"
 DEFAULT_PAIR_AT = 4
 
 
@@ -258,6 +262,34 @@ class HalvingSearch:
                 "suspects": list(self.suspects), "notes": self.finish_notes(),
                 "results": [r.as_dict() for r in self.results],
                 "evidence": {h: [r.as_dict() for r in self.evidence(h)] for h in self.suspects}}
+
+    def verdicts(self, test: str | None = None, unit: str = "GB/s") -> list[Verdict]:
+        """One verdict per node (JUnit, Prometheus, the catalog): ``fail`` for a named node with
+        every group it was in, ``pass`` for a node cleared by a passing group, ``info`` for one the
+        search never cleared (stopped early, or in a group that missed while nobody was named)."""
+        ref = self.reference
+        bar = ref * self.share if ref is not None else None
+
+        def groups(rows: list[GroupResult]) -> str:
+            return "; ".join(f"round {r.round} {r.purpose} {_names(r.members)} {_fmt(r.value)} {unit} "
+                             f"{'pass' if r.passed else 'MISS'}" for r in rows)
+
+        out = []
+        for host in self.hosts:
+            mine = self.evidence(host)
+            if host in self.suspects:
+                worst = min((r.value for r in mine if r.value is not None), default=None)
+                out.append(Verdict(CHECK, "fail", f"{host} drags the collective down: {groups(mine)}",
+                                   host=host, test=test, value=worst, limit=bar))
+            elif any(r.passed for r in mine):
+                best = next(r for r in mine if r.passed)
+                out.append(Verdict(CHECK, "pass", f"{host} cleared: {groups([best])}", host=host, test=test,
+                                   value=best.value, limit=bar))
+            else:
+                why = self.stopped or "its groups missed but the search named nobody in them"
+                out.append(Verdict(CHECK, "info", f"{host} not cleared ({why}): {groups(mine) or 'never tested'}",
+                                   host=host, test=test))
+        return out
 
     def lines(self, unit: str = "GB/s") -> list[str]:
         """Console lines: the named nodes with their evidence, or why nobody was named."""
