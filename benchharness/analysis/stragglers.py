@@ -9,100 +9,25 @@ waits for its slowest member, so:
 - a **spike** is an iteration whose time (max over processes) exceeds ``spike`` (1.5) times the
   median iteration; it is *system-wide* when most processes spiked with it, else it names the
   processes that did (nccl-tests' own ``analyze_perf_json.py`` reads the same fields).
+
+The finding itself (``analyze``) sits in ``tools/nccl_iter.py``, where a run's step reads its
+document; this module puts it in words: ``bench parse nccl-stragglers`` and the ``stragglers:``
+verdicts of a stored run.
 """
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from benchharness.tools.nccl_json import IterationRows, iterations, load, process_ranks
+from benchharness.core.model import Verdict
+from benchharness.tools.nccl_iter import DEFAULT_FACTOR, DEFAULT_SPIKE, Spike, Straggler, analyze
+from benchharness.tools.nccl_json import load
 
-DEFAULT_FACTOR = 1.2
-DEFAULT_SPIKE = 1.5
+if TYPE_CHECKING:
+    from benchharness.results.store import RunDir
 
-
-@dataclass(frozen=True)
-class Straggler:
-    """A process slower than its peers at one size and placement."""
-
-    size_bytes: int
-    placement: str
-    process: int
-    ranks: list[dict[str, Any]]
-    median_us: float
-    peers_median_us: float
-
-    @property
-    def factor(self) -> float:
-        return self.median_us / self.peers_median_us if self.peers_median_us else float("inf")
-
-    def where(self) -> str:
-        """``rank 3 on gpu-b GPU 1 (0000:05:00)``; the process number when devices are unknown."""
-        if not self.ranks:
-            return f"process {self.process}"
-        return "; ".join(f"rank {r.get('rank')} on {r.get('hostname')} GPU {r.get('device')}"
-                         + (f" ({r.get('device_hex')})" if r.get("device_hex") else "") for r in self.ranks)
-
-
-@dataclass(frozen=True)
-class Spike:
-    """An iteration far above the median iteration of its size and placement."""
-
-    size_bytes: int
-    placement: str
-    iteration: int
-    time_us: float
-    median_us: float
-    processes: list[int] = field(default_factory=list)
-    system_wide: bool = False
-
-
-def _stragglers(rows: IterationRows, ranks: list[list[Mapping[str, Any]]], factor: float) -> list[Straggler]:
-    medians = [statistics.median(p) for p in rows.processes if p]
-    if len(medians) < 2:
-        return []
-    peers = statistics.median(medians)
-    out = []
-    for i, m in enumerate(medians):
-        if peers > 0 and m > factor * peers:
-            out.append(Straggler(rows.size_bytes, rows.placement, i,
-                                 [dict(r) for r in ranks[i]] if i < len(ranks) else [], m, peers))
-    return out
-
-
-def _spikes(rows: IterationRows, threshold: float) -> list[Spike]:
-    times = rows.overall or ([max(col) for col in zip(*rows.processes, strict=False)] if rows.processes else [])
-    if len(times) < 3:
-        return []
-    median = statistics.median(times)
-    out = []
-    for i, t in enumerate(times):
-        if median <= 0 or t <= threshold * median:
-            continue
-        procs: list[int] = []
-        for p, series in enumerate(rows.processes):
-            if i < len(series) and series:
-                own = statistics.median(series)
-                if own > 0 and series[i] > threshold * own:
-                    procs.append(p)
-        wide = bool(rows.processes) and len(procs) * 2 > len(rows.processes)
-        out.append(Spike(rows.size_bytes, rows.placement, i, t, median, procs, wide))
-    return out
-
-
-def analyze(doc: Mapping[str, Any], factor: float = DEFAULT_FACTOR, spike: float = DEFAULT_SPIKE
-            ) -> tuple[list[Straggler], list[Spike]]:
-    """Stragglers and spikes of every size and placement with per-iteration data."""
-    ranks = [list(p) for p in process_ranks(doc)]
-    stragglers: list[Straggler] = []
-    spikes: list[Spike] = []
-    for rows in iterations(doc):
-        stragglers += _stragglers(rows, ranks, factor)
-        spikes += _spikes(rows, spike)
-    return stragglers, spikes
+__all__ = ["DEFAULT_FACTOR", "DEFAULT_SPIKE", "Spike", "Straggler", "analyze", "lines", "report", "run_verdicts"]
 
 
 def lines(stragglers: list[Straggler], spikes: list[Spike]) -> list[str]:
@@ -127,3 +52,52 @@ def report(text: str) -> dict[str, Any]:
 
 
 PARSERS = {"nccl-stragglers": report}
+
+
+#: The check a test's straggler verdicts are filed under (test key ``stragglers: warn|fail``).
+CHECK = "stragglers"
+
+
+def _size(n: Any) -> str:
+    n = int(n or 0)
+    for unit, div in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if n >= div and n % div == 0:
+            return f"{n // div}{unit}"
+    return f"{n} B"
+
+
+def run_verdicts(run: RunDir, test: str, status: str) -> list[Verdict]:
+    """The ``stragglers:`` verdicts of one test of a stored run, from its steps' ``straggler``,
+    ``spike`` and ``iterations`` records (``tools/nccl_iter.py``): one per slow rank and host
+    (``status``, its worst size), one ``info`` per host whose own iterations spiked, and a
+    ``pass`` saying what was looked at when nobody straggled; ``info`` when there was nothing to judge."""
+    rows = [r for r in run.samples_of_kind("straggler", "spike", "iterations") if r.get("test") == test]
+    looked = [r for r in rows if r.get("kind") == "iterations" and r.get("per_process")]
+    if not looked:
+        why = next((str(r["missing"]) for r in rows if r.get("missing")), None)
+        return [Verdict(CHECK, "info", f"{test}: no per-process iteration times to judge"
+                        + (f" ({why})" if why else " (one process, or nccl-tests before 2.19)"), test=test)]
+    worst: dict[tuple[Any, Any], Mapping[str, Any]] = {}
+    for r in rows:
+        if r.get("kind") == "straggler":
+            key = (r.get("host"), r.get("where"))
+            if key not in worst or float(r.get("factor") or 0) > float(worst[key].get("factor") or 0):
+                worst[key] = r
+    out = [Verdict(CHECK, status, f"{test}: {r.get('where')} is a straggler: its median iteration took "
+                   f"{float(r['median_us']):.4g} us, {float(r['factor']):.2f}x its peers' "
+                   f"({float(r['peers_median_us']):.4g} us) at {_size(r.get('size_bytes'))} {r.get('placement')}",
+                   host=str(r.get("host")) if r.get("host") else None, test=test,
+                   value=float(r["factor"]), limit=DEFAULT_FACTOR) for r in worst.values()]
+    spiked: dict[str, int] = {}
+    for r in rows:
+        if r.get("kind") == "spike" and not r.get("system_wide"):
+            for h in r.get("spike_hosts") or []:
+                spiked[str(h)] = spiked.get(str(h), 0) + 1
+    out += [Verdict(CHECK, "info", f"{test}: {n} iteration(s) spiked above {DEFAULT_SPIKE}x the median on {h} "
+                    "alone", host=h, test=test, value=float(n)) for h, n in sorted(spiked.items())]
+    if not worst:
+        procs = max(int(r.get("processes") or 0) for r in looked)
+        out.append(Verdict(CHECK, "pass", f"{test}: no straggler among {procs} processes "
+                           f"(median iteration within {DEFAULT_FACTOR}x of the median process, "
+                           f"{len(looked)} step(s))", test=test))
+    return out

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from benchharness.analysis import path_spread
+from benchharness.analysis import path_spread, stragglers
 from benchharness.analysis.capacity import GROUP_PATTERNS, capacity_gbps, is_bidirectional
 from benchharness.analysis.verdict_context import Context
 from benchharness.analysis.verdicts_history import regression_verdicts
@@ -333,7 +333,7 @@ def evaluate(run_dir: RunDir, info: dict[str, Any]) -> list[Verdict]:
     tests = [t for t in (suite or {}).get("tests") or [] if isinstance(t, Mapping)]
     settings = (suite or {}).get("settings") or {}
     preflight = str(settings.get("preflight", "warn")) if isinstance(settings, Mapping) else "warn"
-    if not any(t.get("checks") or t.get("health") or t.get("path_spread") for t in tests) and (suite or {}).get("verdicts") is None \
+    if not any(t.get("checks") or t.get("health") or t.get("path_spread") or t.get("stragglers") for t in tests) and (suite or {}).get("verdicts") is None \
             and preflight != "enforce":
         return []
     policy = parse_policy((suite or {}).get("verdicts"))
@@ -356,6 +356,8 @@ def evaluate(run_dir: RunDir, info: dict[str, Any]) -> list[Verdict]:
         if test.get("path_spread"):  # traffic concentrated on few switch paths (suite path-spread)
             verdicts += path_spread.run_verdicts(run_dir, info, str(test.get("name")), str(test["path_spread"]),
                                                  ctx.rates)
+        if test.get("stragglers"):  # ranks slower than their peers (per-iteration timing)
+            verdicts += stragglers.run_verdicts(run_dir, str(test.get("name")), str(test["stragglers"]))
     verdicts = [per_rail(v) for v in verdicts]
     verdicts += health.verdicts(health.rows(run_dir, info))  # fabric health, per step, host and rail
     verdicts += fabric.load_verdicts(fabric.load_rows(run_dir, info))  # degradation, heat, throttle

@@ -60,9 +60,12 @@ MAX_CONNECTIONS_LIMIT = 1024
 _PLANNER_SETTINGS = {"repeat", "base_port", "telemetry", "telemetry_interval", "preflight", "counters_interval"}
 TOP_KEYS = ("description", "settings", "tests", "verdicts")
 TEST_KEYS = ("name", "tool", "hosts", "pattern", "pairs", "sweep", "repeat", "params", "checks", "rails",
-             "health", "requires", "path_spread")
+             "health", "requires", "path_spread", "stragglers")
 #: ``path_spread:`` of a test: the status its concentrated-path findings get (analysis/path_spread.py).
 PATH_SPREAD_STATUS = ("warn", "fail")
+#: ``stragglers:`` of a collective test: the status a slow rank gets (analysis/stragglers.py); it
+#: turns the tool's ``per_iteration`` on (nccl-tests ``-I 1 -J``).
+STRAGGLER_STATUS = ("warn", "fail")
 #: ``requires:`` of a test: what some hosts may lack. A step whose tool fails for want of it
 #: (failure kind ``tool_missing``) is skipped, "skipped: torch not found on h3" (JUnit
 #: ``<skipped>``, its checks ``info``), never failed; without ``requires:`` it fails as before.
@@ -107,6 +110,8 @@ class TestSpec:
     requires: tuple[str, ...] = ()
     #: Judge the test's samples for traffic concentrated on few switch paths, with this status.
     path_spread: str | None = None
+    #: Name the ranks slower than their peers (per-iteration timing), with this status.
+    stragglers: str | None = None
 
 
 @dataclass(frozen=True)
@@ -444,13 +449,14 @@ def _requires(check: _Checker, data: LineMap, what: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(items))
 
 
-def _path_spread(check: _Checker, data: LineMap, what: str) -> str | None:
-    """``path_spread: warn`` (or ``true``) / ``fail``: the status of its findings; None: not judged."""
-    raw, line = data.get("path_spread"), data.key_lines.get("path_spread")
+def _finding_status(check: _Checker, data: LineMap, what: str, key: str) -> str | None:
+    """``path_spread`` / ``stragglers``: ``warn`` (or ``true``) / ``fail``, the status of the
+    test's findings; None: not judged."""
+    raw, line = data.get(key), data.key_lines.get(key)
     if raw is None or raw is False:
         return None
     value = "warn" if raw is True else str(raw)
-    check.choice(value, PATH_SPREAD_STATUS, f"{what}: path_spread", line)
+    check.choice(value, PATH_SPREAD_STATUS if key == "path_spread" else STRAGGLER_STATUS, f"{what}: {key}", line)
     return value
 
 
@@ -594,9 +600,17 @@ def _finish(check: _Checker, d: _Draft, settings: Mapping[str, Any], setting_lin
         if pattern not in RAIL_PATTERNS:
             check.fail(f"{what}: rails: {rails} needs a pair pattern ({', '.join(RAIL_PATTERNS)}), "
                        f"not {pattern}", lines.get("rails"))
-    spec = TestSpec(d.name, adapter.name, hosts, pattern, sweep, repeat, dict(d.params), data.line,
+    stragglers = _finding_status(check, data, what, "stragglers")
+    params = dict(d.params)
+    if stragglers:
+        if "per_iteration" not in adapter.params:
+            check.fail(f"{what}: stragglers needs per-iteration timing, which {adapter.name} has not "
+                       "(nccl-tests, collective)", data.key_lines.get("stragglers"))
+        params.setdefault("per_iteration", True)
+    spec = TestSpec(d.name, adapter.name, hosts, pattern, sweep, repeat, params, data.line,
                     pairs, lines, _checks(check, data, what), rails, _health(check, data, what),
-                    _requires(check, data, what), _path_spread(check, data, what))
+                    _requires(check, data, what), _finding_status(check, data, what, "path_spread"),
+                    stragglers)
     cases = expand_cases(spec)
     for case in cases:
         try:

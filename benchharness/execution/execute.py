@@ -57,7 +57,8 @@ def _suite_snapshot(suite: Any) -> dict[str, Any]:
                        **({"rails": t.rails} if getattr(t, "rails", None) else {}),
                        **({"requires": list(t.requires)} if getattr(t, "requires", ()) else {}),
                        **({"health": t.health} if getattr(t, "health", None) else {}),
-                       **({"path_spread": t.path_spread} if getattr(t, "path_spread", None) else {})}
+                       **({"path_spread": t.path_spread} if getattr(t, "path_spread", None) else {}),
+                       **({"stragglers": t.stragglers} if getattr(t, "stragglers", None) else {})}
                       for t in suite.tests],
             "verdicts": getattr(suite, "verdicts", None)}
 

@@ -9,15 +9,23 @@ larger of the send and receive buffers in bytes, ``algbw = size / time`` in 10^9
 ``busbw = algbw * factor`` with 2(n-1)/n for all_reduce, (n-1)/n for all_gather, reduce_scatter and
 alltoall, and 1 for broadcast. Results are checked after timing; ``#wrong`` counts the elements that
 differ from the exact expected value, summed over ranks. Standalone: stdlib, NumPy and mpi4py only.
+
+``-I 1`` times every iteration on every rank, as nccl-tests 2.19 does with ``-z 1`` (a barrier
+before each iteration, so a rank's time says when it finished): four more columns per
+placement (``i_min i_max i_p99 i_cv%``, of the max over processes) and, with ``-J FILE``, rank 0
+writes nccl-tests' JSON document (``version`` 4: ``config.devices``, ``results`` with
+``*_per_iter.times_us`` and ``per_process_max_times_us``), never overwriting a file (``FILE.0`` ...).
 """
 
 # ruff: noqa: UP031 - the table is printed with nccl-tests' own printf formats, on purpose
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -65,6 +73,15 @@ def _time_str(usec: float) -> str:
     if usec >= 100.0:
         return f"{usec:7.1f}"
     return f"{usec:7.2f}"
+
+
+def float_str(value: float, width: int = 7) -> str:
+    """nccl-tests' getFloatStr: the most decimals (2, 1, 0) that fit ``width``, else an exponent."""
+    for fmt in ("%*.2f", "%*.1f", "%*.0f"):
+        text = fmt % (width, value)
+        if len(text) <= width:
+            return text
+    return ("%*.1e" if width >= 7 else "%*.0e") % (width, value)
 
 
 def _g(value: float) -> str:
@@ -146,16 +163,26 @@ class Bench:
         return recv[: expected.size]
 
     def measure(self, send_n: int, recv_n: int, in_place: bool, warmup: int, iters: int,
-                check: int) -> tuple[float, int | None]:
-        """(mean seconds per operation averaged over ranks, wrong elements summed over ranks or None)."""
+                check: int, per_iter: list[float] | None = None) -> tuple[float, int | None]:
+        """(mean seconds per operation averaged over ranks, wrong elements summed over ranks or None);
+        with ``per_iter``, this rank's time of each iteration is appended to it."""
         send, recv = self.setup(send_n, recv_n, in_place)
         for _ in range(warmup):
             self.run(send, recv, in_place)
         self.comm.Barrier()
-        start = self.mpi.Wtime()
+        wtime = self.mpi.Wtime
+        start = wtime()
         for _ in range(iters):
+            if per_iter is None:
+                self.run(send, recv, in_place)
+                continue
+            self.comm.Barrier()  # as nccl-tests -z 1: every rank's iteration starts together
+            began = wtime()
             self.run(send, recv, in_place)
-        elapsed = (self.mpi.Wtime() - start) / max(iters, 1)
+            per_iter.append(wtime() - began)
+        elapsed = (wtime() - start) / max(iters, 1)
+        if per_iter is not None and iters:  # the barriers between iterations are not the collective's time
+            elapsed = sum(per_iter[-iters:]) / iters
         mean = self.comm.allreduce(elapsed, op=self.mpi.SUM) / self.n
         if not check:
             return mean, None
@@ -179,9 +206,48 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("-c", "--check", type=int, default=1)
     p.add_argument("-o", "--op", default="sum", choices=REDOPS)
     p.add_argument("-d", "--datatype", default="float", choices=("float", "float32"))
+    p.add_argument("-I", "--per_iter_timing", type=int, default=0, choices=(0, 1))
+    p.add_argument("-J", "--output_file", default=None)
     p.add_argument("--collective", default="all_reduce",
                    type=lambda s: _ALIASES.get(s.replace("_", "").lower(), s), choices=COLLECTIVES)
     return p.parse_args(argv)
+
+
+def iter_stats(times: list[float]) -> dict[str, float]:
+    """nccl-tests' per-iteration statistics (src/util.cu computeIterStats), in microseconds."""
+    ordered = sorted(times)
+    n = len(ordered)
+
+    def pct(q: int) -> float:
+        return ordered[min(n - 1, (n * q + 99) // 100 - 1)]
+
+    avg = sum(ordered) / n
+    stdev = (sum((t - avg) ** 2 for t in ordered) / n) ** 0.5
+    return {"min_us": ordered[0] * 1e6, "max_us": ordered[-1] * 1e6, "avg_us": avg * 1e6,
+            "p50_us": ordered[n // 2] * 1e6, "p95_us": pct(95) * 1e6, "p99_us": pct(99) * 1e6,
+            "stdev_us": stdev * 1e6, "cv_pct": stdev / avg * 100.0 if avg > 0 else 0.0}
+
+
+def per_iter_block(per_process: list[list[float]]) -> dict[str, Any]:
+    """``*_per_iter`` of one size and placement: statistics of the max over processes per
+    iteration, ``times_us`` and, with more than one process, ``per_process_max_times_us``."""
+    overall = [max(col) for col in zip(*per_process, strict=True)]
+    block: dict[str, Any] = {"skipped_iterations": 0, **iter_stats(overall),
+                             "times_us": [t * 1e6 for t in overall]}
+    if len(per_process) > 1:
+        block["per_process_max_times_us"] = [[t * 1e6 for t in p] for p in per_process]
+    return block
+
+
+def _open_new(path: str) -> Any:
+    """``path`` opened for writing, or ``path.0``, ``path.1`` ... when it exists (as nccl-tests)."""
+    tries = [path] + [f"{path}.{i}" for i in range(1000)]
+    for candidate in tries:
+        try:
+            return open(candidate, "x", encoding="utf-8")
+        except FileExistsError:
+            continue
+    raise FileExistsError(path)
 
 
 def _sizes(a: argparse.Namespace) -> list[int]:
@@ -210,6 +276,18 @@ def main(argv: list[str] | None = None, out: Callable[[str], None] | None = None
     redop = a.op if collective in ("all_reduce", "reduce_scatter") else "none"
     root = 0 if collective == "broadcast" else -1
     bench = Bench(comm, MPI, collective, a.op)
+    device = {"rank": rank, "group": 0, "pid": os.getpid(), "hostname": MPI.Get_processor_name(),
+              "device": 0, "device_hex": "cpu", "device_info": f"{platform.machine()} mpi4py"}
+    devices = comm.gather(device, root=0)
+    per_iter = bool(a.per_iter_timing)
+    doc: dict[str, Any] = {"version": 4, "start_time": time.strftime("%Y-%m-%d %H:%M:%S"),
+                           "args": [sys.argv[0], *(argv if argv is not None else sys.argv[1:])],
+                           "nccl_version": None,
+                           "config": {"nthreads": 1, "ngpus": 1, "minimum_bytes": a.minbytes,
+                                      "maximum_bytes": a.maxbytes, "warmup_iters": a.warmup_iters,
+                                      "iterations": a.iters, "per_iter_timing": "true" if per_iter else "false",
+                                      "devices": devices},
+                           "results": []}
     lines = comm.gather(f"#  Rank {rank:2d} Group  0 Pid {os.getpid():6d} on {MPI.Get_processor_name():>10s} "
                         f"device {0:2d} [cpu] {platform.machine()} mpi4py", root=0)
     step = f"{a.stepfactor}(factor)" if a.stepfactor > 1 else f"{a.stepbytes}(bytes)"
@@ -217,6 +295,8 @@ def main(argv: list[str] | None = None, out: Callable[[str], None] | None = None
     emit(f"# Collective test starting: {collective}_perf")
     emit(f"# nThread 1 nGpus 1 minBytes {a.minbytes} maxBytes {a.maxbytes} step: {step} warmup iters: "
          f"{a.warmup_iters} iters: {a.iters} agg iters: 1 validation: {a.check} graph: 0")
+    if per_iter:
+        emit("# Per-Iteration Report: MPI_Wtime per rank; i_* uses max over process rows")
     emit("#")
     emit("# Using devices")
     for line in lines or []:
@@ -224,17 +304,28 @@ def main(argv: list[str] | None = None, out: Callable[[str], None] | None = None
     emit("#")
     emit("# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          "
          % ("", "", "", "", ""))
-    emit("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s"
-         % ("size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong",
-            "time", "algbw", "busbw", "#wrong"))
-    emit("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %5s  %7s  %6s  %6s  %5s"
-         % ("(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", ""))
+    if per_iter:  # nccl-tests 2.19's titles: four per-iteration columns after each placement's #wrong
+        titles = ("time", "algbw", "busbw", "#wrong", "i_min", "i_max", "i_p99", "i_cv%")
+        units = ("(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)", "(us)", "(%)")
+        emit("# %10s  %12s  %8s  %6s  %6s" % ("size", "count", "type", "redop", "root")
+             + "".join("  %7s" % t for t in titles * 2))
+        emit("# %10s  %12s  %8s  %6s  %6s" % ("(B)", "(elements)", "", "", "")
+             + "".join("  %7s" % u for u in units * 2))
+    else:
+        emit("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s"
+             % ("size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong",
+                "time", "algbw", "busbw", "#wrong"))
+        emit("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %5s  %7s  %6s  %6s  %5s"
+             % ("(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", ""))
     errors, busbws = 0, []
     for size in _sizes(a):
         send_n, recv_n, shown = counts(collective, size, n)
         row = "%12li  %12li  %8s  %6s  %6s" % (max(send_n, recv_n) * 4, shown, "float", redop, f"{root:6d}")
+        result: dict[str, Any] = {"size": max(send_n, recv_n) * 4, "count": shown, "type": "float",
+                                  "redop": redop, "root": f"{root:6d}"}
         for in_place in (False, True):
-            sec, wrong = bench.measure(send_n, recv_n, in_place, a.warmup_iters, a.iters, a.check)
+            mine: list[float] | None = [] if per_iter else None
+            sec, wrong = bench.measure(send_n, recv_n, in_place, a.warmup_iters, a.iters, a.check, mine)
             algbw = max(send_n, recv_n) * 4 / 1e9 / sec if sec > 0 else 0.0
             busbw = algbw * bus_factor(collective, n)
             busbws.append(busbw)
@@ -243,11 +334,29 @@ def main(argv: list[str] | None = None, out: Callable[[str], None] | None = None
             else:
                 errors += 1 if wrong else 0
                 row += "  %7s  %6.2f  %6.2f  %5s" % (_time_str(sec * 1e6), algbw, busbw, _g(wrong))
+            key = "in_place" if in_place else "out_of_place"
+            result[key] = {"time": sec * 1e6, "alg_bw": algbw, "bus_bw": busbw,
+                           "nwrong": "nan" if wrong is None else float(wrong)}
+            if mine is not None:
+                everyone = comm.gather(mine, root=0)
+                if rank == 0 and everyone:
+                    block = per_iter_block(everyone)
+                    result[f"{key}_per_iter"] = block
+                    row += "  %7s  %7s  %7s  %7s" % tuple(float_str(block[k]) for k in
+                                                          ("min_us", "max_us", "p99_us", "cv_pct"))
+        doc["results"].append(result)
         emit(row)
     avg = sum(busbws) / len(busbws) if busbws else 0.0
     emit("# Out of bounds values : %d %s" % (errors, "FAILED" if errors else "OK"))
     emit("# Avg bus bandwidth    : %s " % _g(avg))
     emit("#")
+    if a.output_file and rank == 0:
+        print(f"# Writing JSON output to {a.output_file}", file=sys.stderr, flush=True)
+        doc.update({"out_of_bounds": {"count": errors, "okay": "false" if errors else "true"},
+                    "average_bus_bandwidth": {"bandwidth": avg, "okay": "unchecked"}, "errors": [""],
+                    "end_time": time.strftime("%Y-%m-%d %H:%M:%S")})
+        with _open_new(a.output_file) as fh:
+            json.dump(doc, fh)
     return 1 if errors else 0
 
 

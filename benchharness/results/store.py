@@ -290,6 +290,27 @@ class RunDir:
                     out.append(rec)
         return out
 
+    def samples_of_kind(self, *kinds: str) -> list[Record]:
+        """The rows of these kinds only (``straggler``, ``spike`` ...): other lines are skipped by
+        their text, undecoded."""
+        path = self.path / "samples.jsonl"
+        if not path.exists():
+            return []
+        loads = json_loader()
+        marks = [f'"kind":{sp}"{k}"' for k in kinds for sp in ("", " ")]
+        out = []
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if not any(m in line for m in marks):
+                    continue
+                try:
+                    rec = loads(line)
+                except ValueError:
+                    continue
+                if isinstance(rec, dict) and rec.get("kind") in kinds:
+                    out.append(rec)
+        return out
+
     def steps(self) -> list[dict[str, Any]]:
         return list(_read_jsonl(self.path / "steps.jsonl"))
 

@@ -16,6 +16,7 @@ from typing import Any
 from benchharness.core.errors import ConfigError, ToolFailure
 from benchharness.core.model import Command, CommandResult, Host, Record, Step
 from benchharness.core.units import parse_size
+from benchharness.tools import nccl_iter
 from benchharness.tools.base import ToolFacts
 from benchharness.tools.mpi_launch import (
     MPIRUN,
@@ -29,6 +30,7 @@ from benchharness.tools.mpi_launch import (
     rdma_devices,
 )
 from benchharness.tools.nccl_debug import hcas_used, network_matches, parse_nccl_debug
+from benchharness.tools.nccl_json import load
 from benchharness.tools.nccl_parse import NcclRun, parse_nccl_tests
 
 GPU_COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce",
@@ -53,6 +55,7 @@ PARAMS: dict[str, Any] = {
     "check": 1, "redop": None, "datatype": None, "blocking": None, "cudagraph": None, "gpus_per_proc": 1,
     "procs_per_host": None, "env": {}, "nccl_debug": False, "require_network": None, "require_gdr": None,
     "binary_dir": None, "timeout": 900, "ib_tc": None, "ib_sl": None, "cpu_maxbytes": "16M",
+    "per_iteration": False,
 }
 _FLAGS = (("minbytes", "-b"), ("maxbytes", "-e"), ("stepfactor", "-f"), ("iters", "-n"), ("warmup", "-w"),
           ("check", "-c"), ("redop", "-o"), ("datatype", "-d"), ("blocking", "-z"), ("cudagraph", "-G"))
@@ -93,6 +96,11 @@ def check_collective_params(params: Mapping[str, Any], ops: Sequence[str] = GPU_
         raise ValueError(f"redop: {p['redop']!r} is not one of {', '.join(REDOPS)}")
     if not isinstance(p["env"], Mapping):
         raise ValueError("env: must be a mapping of NAME: value")
+    if not isinstance(p["per_iteration"], bool):
+        raise ValueError(f"per_iteration: must be true or false, not {p['per_iteration']!r}")
+    if p["per_iteration"] and p["cudagraph"]:
+        raise ValueError("per_iteration: nccl-tests turns per-iteration timing (-I) off under CUDA graphs "
+                         "(cudagraph / -G); drop one of them")
     check_env(p["env"])
     if p["require_gdr"] is not None and not isinstance(p["require_gdr"], bool) and p["require_gdr"] != ANY:
         raise ValueError("require_gdr: must be true, false or any")
@@ -202,16 +210,35 @@ def _result(step: Step, results: Sequence[CommandResult]) -> CommandResult:
 
 
 def _parse(step: Step, res: CommandResult, collective: str, extra: Record | None = None) -> NcclRun:
-    """The step's output parsed; a ToolFailure names the step and the launcher host.
+    """The step's output parsed (the per-iteration document left out); a ToolFailure names the
+    step and the launcher host.
 
     Rows the tool printed before failing (wrong results, flagged ``kind: invalid``) travel with
     the failure, labelled like the step's samples, so the runner keeps them.
     """
+    text, _ = nccl_iter.split(res.stdout)
     try:
-        return parse_nccl_tests(f"{res.stdout}\n{res.stderr}", collective=collective)
+        return parse_nccl_tests(f"{text}\n{res.stderr}", collective=collective)
     except ToolFailure as exc:
         kept = [{**step.sample_labels(), **rec, **(extra or {}), "nhosts": len(step.hosts)} for rec in exc.records]
         raise ToolFailure(exc.kind, f"step {step.id} on {res.command.host.name}: {exc}", records=kept) from exc
+
+
+def _iteration_records(step: Step, res: CommandResult, p: Mapping[str, Any], tool: str) -> list[Record]:
+    """With ``per_iteration``: the stragglers and spikes of the document the step printed; an
+    ``iterations`` record with the reason when none came back (the tool stopped before writing it)."""
+    if not p["per_iteration"]:
+        return []
+    if tool == "rccl-tests":
+        return [{"kind": "iterations", "processes": None,
+                 "missing": f"rccl-tests has no per-iteration timing (nccl-tests {nccl_iter.MIN_VERSION} -I)"}]
+    _, doc_text = nccl_iter.split(res.stdout)
+    if doc_text is None:
+        return [{"kind": "iterations", "processes": None, "missing": f"{tool} printed no per-iteration document"}]
+    try:
+        return nccl_iter.records(load(doc_text), step.hosts)
+    except ToolFailure as exc:
+        return [{"kind": "iterations", "processes": None, "missing": f"per-iteration document unreadable: {exc}"}]
 
 
 def _finish(step: Step, res: CommandResult, records: list[Record], extra: Record) -> list[Record]:
@@ -250,11 +277,17 @@ class NcclTests:
 
     def commands(self, step: Step, launcher: str = "ssh") -> list[Command]:
         p = requirements(_merged(step.params), step.hosts)
+        if p["per_iteration"] and self.vendor == "amd":
+            p = {**p, "per_iteration": False}  # rccl-tests has no -I; parse_step records why
+        if p["per_iteration"] and p["blocking"] is None:
+            p = {**p, "blocking": 1}  # every process's iteration starts together: its time says when it ended
         bindir = p["binary_dir"] or step.hosts[0].var(self.dir_var)
         binary = f"{str(bindir).rstrip('/')}/{p['op']}_perf" if bindir else f"{p['op']}_perf"
         program = [binary, *_tool_args(p, _FLAGS), "-g", str(p["gpus_per_proc"])]
         if step.pattern == "gpu-pairs":
             program, p = self._gpu_pair(step, binary, p)
+        if p["per_iteration"]:
+            program = nccl_iter.wrap(program)
         try:
             env = self.env(p, step.hosts)
         except ValueError as exc:
@@ -277,6 +310,11 @@ class NcclTests:
     def parse_step(self, step: Step, results: Sequence[CommandResult]) -> list[Record]:
         p = requirements(_merged(step.params), step.hosts)
         res = _result(step, results)
+        if p["per_iteration"] and self.vendor != "amd":
+            try:
+                nccl_iter.check_supported(f"{res.stdout}\n{res.stderr}", self.name)
+            except ToolFailure as exc:
+                raise ToolFailure(exc.kind, f"step {step.id} on {res.command.host.name}: {exc}") from exc
         debug = parse_nccl_debug(f"{res.stdout}\n{res.stderr}")
         run = _parse(step, res, p["op"], {"backend": self.name, "nccl_network": debug["network"],
                                           "nccl_gdr": debug["gdr"]})
@@ -290,7 +328,7 @@ class NcclTests:
                          "nccl_version": debug["nccl_version"], "nccl_socket_fallback": debug["socket_fallback"],
                          "nccl_warnings": debug["warnings"]}
         records = [dict(r, **summary_extra) if r.get("kind") == "footer" else r for r in run.all_records()]
-        return _finish(step, res, records, extra)
+        return _finish(step, res, records + _iteration_records(step, res, p, self.name), extra)
 
     @staticmethod
     def check_transport(p: Mapping[str, Any], debug: Mapping[str, Any]) -> None:
@@ -365,6 +403,8 @@ class CpuCollective:
         python = str(step.hosts[0].var("bench_python", "python3"))
         program = [python, CPU_PROGRAM, "--collective", p["op"],
                    *_tool_args(p, [f for f in _FLAGS if f[0] not in ("datatype", "blocking", "cudagraph")])]
+        if p["per_iteration"]:  # the same -I 1 -J as nccl-tests, the same wrapper and document
+            program = nccl_iter.wrap(program)
         return _mpirun(step, p, program, p["env"], gpus=False, launch_via=launcher, uploads=((spec.origin, CPU_PROGRAM),))
 
     def parse_step(self, step: Step, results: Sequence[CommandResult]) -> list[Record]:
@@ -372,7 +412,7 @@ class CpuCollective:
         res = _result(step, results)
         run = _parse(step, res, p["op"])
         extra: Record = {"backend": "mpi4py", "nccl_network": None, "nccl_gdr": None}
-        return _finish(step, res, run.all_records(), extra)
+        return _finish(step, res, run.all_records() + _iteration_records(step, res, p, self.name), extra)
 
     def parse_text(self, text: str) -> list[Record]:
         extra = {"backend": "mpi4py", "nccl_network": None, "nccl_gdr": None}
