@@ -9,7 +9,8 @@ two marker lines after the tool ends; the other ranks ``exec`` the tool unchange
 stdout then holds the table and the document; :func:`split` separates them.
 
 :func:`records` turns the document into the step's ``straggler`` and ``spike`` records
-(``analysis/stragglers.py`` finds them), each naming the rank's inventory host and GPU.
+(:func:`analyze` finds them, below), each naming the rank's inventory host and GPU;
+``analysis/stragglers.py`` words them for ``bench parse`` and the ``stragglers:`` verdicts.
 """
 
 from __future__ import annotations
