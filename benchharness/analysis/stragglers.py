@@ -17,17 +17,18 @@ verdicts of a stored run.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from benchharness.core.model import Verdict
+from benchharness.core.units import format_size
 from benchharness.tools.nccl_iter import DEFAULT_FACTOR, DEFAULT_SPIKE, Spike, Straggler, analyze
 from benchharness.tools.nccl_json import load
 
 if TYPE_CHECKING:
     from benchharness.results.store import RunDir
 
-__all__ = ["DEFAULT_FACTOR", "DEFAULT_SPIKE", "Spike", "Straggler", "analyze", "lines", "report", "run_verdicts"]
+__all__ = ["DEFAULT_FACTOR", "DEFAULT_SPIKE", "Spike", "Straggler", "analyze", "lines", "report", "run_records", "run_verdicts"]
 
 
 def lines(stragglers: list[Straggler], spikes: list[Spike]) -> list[str]:
@@ -58,20 +59,21 @@ PARSERS = {"nccl-stragglers": report}
 CHECK = "stragglers"
 
 
-def _size(n: Any) -> str:
-    n = int(n or 0)
-    for unit, div in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
-        if n >= div and n % div == 0:
-            return f"{n // div}{unit}"
-    return f"{n} B"
+#: The sample kinds a step with per-iteration timing writes (``tools/nccl_iter.records``).
+KINDS = ("straggler", "spike", "iterations")
 
 
-def run_verdicts(run: RunDir, test: str, status: str) -> list[Verdict]:
-    """The ``stragglers:`` verdicts of one test of a stored run, from its steps' ``straggler``,
-    ``spike`` and ``iterations`` records (``tools/nccl_iter.py``): one per slow rank and host
-    (``status``, its worst size), one ``info`` per host whose own iterations spiked, and a
-    ``pass`` saying what was looked at when nobody straggled; ``info`` when there was nothing to judge."""
-    rows = [r for r in run.samples_of_kind("straggler", "spike", "iterations") if r.get("test") == test]
+def run_records(run: RunDir) -> Sequence[Mapping[str, Any]]:
+    """Every ``straggler``, ``spike`` and ``iterations`` record of a stored run (one read)."""
+    return run.samples_of_kind(*KINDS)
+
+
+def run_verdicts(records: Sequence[Mapping[str, Any]], test: str, status: str) -> list[Verdict]:
+    """The ``stragglers:`` verdicts of one test, from its steps' ``straggler``, ``spike`` and
+    ``iterations`` records (:func:`run_records`): one per slow rank and host (``status``, its
+    worst size), one ``info`` per host whose own iterations spiked, and a ``pass`` saying what was
+    looked at when nobody straggled; ``info`` when there was nothing to judge."""
+    rows = [r for r in records if r.get("test") == test]
     looked = [r for r in rows if r.get("kind") == "iterations" and r.get("per_process")]
     if not looked:
         why = next((str(r["missing"]) for r in rows if r.get("missing")), None)
@@ -85,7 +87,7 @@ def run_verdicts(run: RunDir, test: str, status: str) -> list[Verdict]:
                 worst[key] = r
     out = [Verdict(CHECK, status, f"{test}: {r.get('where')} is a straggler: its median iteration took "
                    f"{float(r['median_us']):.4g} us, {float(r['factor']):.2f}x its peers' "
-                   f"({float(r['peers_median_us']):.4g} us) at {_size(r.get('size_bytes'))} {r.get('placement')}",
+                   f"({float(r['peers_median_us']):.4g} us) at {format_size(int(r.get('size_bytes') or 0))} B {r.get('placement')}",
                    host=str(r.get("host")) if r.get("host") else None, test=test,
                    value=float(r["factor"]), limit=DEFAULT_FACTOR) for r in worst.values()]
     spiked: dict[str, int] = {}

@@ -343,6 +343,7 @@ def evaluate(run_dir: RunDir, info: dict[str, Any]) -> list[Verdict]:
     records = run_dir.summary_samples()
     unmet = _unmet_requirements(run_dir)
     verdicts: list[Verdict] = []
+    per_iteration = stragglers.run_records(run_dir) if any(t.get("stragglers") for t in tests) else []
     for test in tests:
         mine = measures.test_records(records, str(test.get("name")))
         for raw in test.get("checks") or []:
@@ -357,7 +358,7 @@ def evaluate(run_dir: RunDir, info: dict[str, Any]) -> list[Verdict]:
             verdicts += path_spread.run_verdicts(run_dir, info, str(test.get("name")), str(test["path_spread"]),
                                                  ctx.rates)
         if test.get("stragglers"):  # ranks slower than their peers (per-iteration timing)
-            verdicts += stragglers.run_verdicts(run_dir, str(test.get("name")), str(test["stragglers"]))
+            verdicts += stragglers.run_verdicts(per_iteration, str(test.get("name")), str(test["stragglers"]))
     verdicts = [per_rail(v) for v in verdicts]
     verdicts += health.verdicts(health.rows(run_dir, info))  # fabric health, per step, host and rail
     verdicts += fabric.load_verdicts(fabric.load_rows(run_dir, info))  # degradation, heat, throttle

@@ -61,11 +61,10 @@ _PLANNER_SETTINGS = {"repeat", "base_port", "telemetry", "telemetry_interval", "
 TOP_KEYS = ("description", "settings", "tests", "verdicts")
 TEST_KEYS = ("name", "tool", "hosts", "pattern", "pairs", "sweep", "repeat", "params", "checks", "rails",
              "health", "requires", "path_spread", "stragglers")
-#: ``path_spread:`` of a test: the status its concentrated-path findings get (analysis/path_spread.py).
-PATH_SPREAD_STATUS = ("warn", "fail")
-#: ``stragglers:`` of a collective test: the status a slow rank gets (analysis/stragglers.py); it
-#: turns the tool's ``per_iteration`` on (nccl-tests ``-I 1 -J``).
-STRAGGLER_STATUS = ("warn", "fail")
+#: The status a test's findings get: ``path_spread:`` (traffic concentrated on few switch paths,
+#: analysis/path_spread.py) and ``stragglers:`` (a slow rank, analysis/stragglers.py; it turns the
+#: tool's ``per_iteration`` on, nccl-tests ``-I 1 -J``).
+FINDING_STATUS = ("warn", "fail")
 #: ``requires:`` of a test: what some hosts may lack. A step whose tool fails for want of it
 #: (failure kind ``tool_missing``) is skipped, "skipped: torch not found on h3" (JUnit
 #: ``<skipped>``, its checks ``info``), never failed; without ``requires:`` it fails as before.
@@ -456,7 +455,7 @@ def _finding_status(check: _Checker, data: LineMap, what: str, key: str) -> str 
     if raw is None or raw is False:
         return None
     value = "warn" if raw is True else str(raw)
-    check.choice(value, PATH_SPREAD_STATUS if key == "path_spread" else STRAGGLER_STATUS, f"{what}: {key}", line)
+    check.choice(value, FINDING_STATUS, f"{what}: {key}", line)
     return value
 
 

@@ -180,9 +180,10 @@ class Bench:
             began = wtime()
             self.run(send, recv, in_place)
             per_iter.append(wtime() - began)
-        elapsed = (wtime() - start) / max(iters, 1)
         if per_iter is not None and iters:  # the barriers between iterations are not the collective's time
             elapsed = sum(per_iter[-iters:]) / iters
+        else:
+            elapsed = (wtime() - start) / max(iters, 1)
         mean = self.comm.allreduce(elapsed, op=self.mpi.SUM) / self.n
         if not check:
             return mean, None

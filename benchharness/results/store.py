@@ -269,9 +269,9 @@ class RunDir:
     def samples(self) -> list[Record]:
         return list(_read_jsonl(self.path / "samples.jsonl"))
 
-    def summary_samples(self) -> list[Record]:
-        """Summary rows only: interval and telemetry counter lines are skipped by their text,
-        before decoding (most lines of a large run are intervals)."""
+    def _scan(self, skip_line: Callable[[str], bool], keep: Callable[[Record], bool]) -> list[Record]:
+        """Rows of samples.jsonl that ``keep`` accepts; lines ``skip_line`` rejects by their text
+        are never decoded, and a line cut by a crash is passed over."""
         path = self.path / "samples.jsonl"
         if not path.exists():
             return []
@@ -279,37 +279,28 @@ class RunDir:
         out = []
         with open(path, encoding="utf-8", errors="replace") as fh:
             for line in fh:
-                if ('"kind":"' in line or '"kind": "' in line) and any(
-                        f'"kind":{sp}"{k}"' in line for k in ("interval", "counters") for sp in ("", " ")):
+                if skip_line(line):
                     continue
                 try:
                     rec = loads(line) if line.strip() else None
-                except ValueError:  # a line cut by a crash
+                except ValueError:
                     continue
-                if isinstance(rec, dict) and rec.get("kind", "summary") in ("summary", None):
+                if isinstance(rec, dict) and keep(rec):
                     out.append(rec)
         return out
+
+    def summary_samples(self) -> list[Record]:
+        """Summary rows only: interval and telemetry counter lines are skipped by their text,
+        before decoding (most lines of a large run are intervals)."""
+        marks = [f'"kind":{sp}"{k}"' for k in ("interval", "counters") for sp in ("", " ")]
+        return self._scan(lambda line: ('"kind":"' in line or '"kind": "' in line) and any(m in line for m in marks),
+                          lambda rec: rec.get("kind", "summary") in ("summary", None))
 
     def samples_of_kind(self, *kinds: str) -> list[Record]:
         """The rows of these kinds only (``straggler``, ``spike`` ...): other lines are skipped by
         their text, undecoded."""
-        path = self.path / "samples.jsonl"
-        if not path.exists():
-            return []
-        loads = json_loader()
         marks = [f'"kind":{sp}"{k}"' for k in kinds for sp in ("", " ")]
-        out = []
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                if not any(m in line for m in marks):
-                    continue
-                try:
-                    rec = loads(line)
-                except ValueError:
-                    continue
-                if isinstance(rec, dict) and rec.get("kind") in kinds:
-                    out.append(rec)
-        return out
+        return self._scan(lambda line: not any(m in line for m in marks), lambda rec: rec.get("kind") in kinds)
 
     def steps(self) -> list[dict[str, Any]]:
         return list(_read_jsonl(self.path / "steps.jsonl"))
