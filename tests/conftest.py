@@ -1,11 +1,18 @@
-"""Shared fixtures. Loopback lab: ``lab3`` (session-wide 3-host lab ``t3``) and ``make_lab``."""
+"""Shared fixtures. Loopback lab: ``lab3`` (session-wide 3-host lab) and ``make_lab``.
+
+Lab names, bridges and namespaces are machine-wide, so every lab a test session brings up is
+named ``<stem>-<session tag>`` (``lab_name``): two test sessions on one machine never meet, and a
+session killed half-way (its labs left up) does not break the next, which removes them first."""
 
 from __future__ import annotations
 
 import contextlib
 import importlib.util
 import os
+import re
+import secrets
 import shutil
+import string
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -19,7 +26,16 @@ from benchharness.lab import control as lab
 from benchharness.lab.control import LabInfo
 
 LAB_BASE = Path(tempfile.gettempdir()) / f"benchharness-test-labs-{os.getpid()}"
-"""State directory of the labs the tests bring up (lab names are machine-wide all the same)."""
+"""State directory of the labs this test session brings up."""
+
+LAB_TAG = "".join(secrets.choice(string.ascii_lowercase + string.digits) for _ in range(3))
+"""This session's mark on its lab names (random, not the pid: pid namespaces may differ)."""
+
+
+def lab_name(stem: str) -> str:
+    """The machine-wide name of this session's lab ``stem`` (a stem of at most 8 characters)."""
+    assert len(stem) <= 8, f"lab stem {stem!r} too long for a 12-character lab name"
+    return f"{stem}-{LAB_TAG}"
 
 FAKE_TOOLS = Path(__file__).parent / "fixtures" / "suites" / "fake_tools.py"
 
@@ -53,13 +69,13 @@ def _need_root() -> None:
 
 @contextlib.contextmanager
 def make_lab(name: str, hosts: int, shape: Mapping[str, str] | None = None, rails: int = 0) -> Iterator[LabInfo]:
-    """Bring up a lab of its own for one test and take it down afterwards (skips unless root)."""
+    """Bring up lab ``lab_name(name)`` for one test and take it down afterwards (skips unless root)."""
     _need_root()
-    info = lab.lab_up(hosts, name=name, shape=shape, base_dir=LAB_BASE, rails=rails)
+    info = lab.lab_up(hosts, name=lab_name(name), shape=shape, base_dir=LAB_BASE, rails=rails)
     try:
         yield info
     finally:
-        lab.lab_down(name, base_dir=LAB_BASE)
+        lab.lab_down(info.name, base_dir=LAB_BASE)
 
 
 @pytest.fixture(scope="session")
@@ -83,10 +99,33 @@ def lab_maker() -> Callable[..., contextlib.AbstractContextManager[LabInfo]]:
 
 @pytest.fixture(scope="session")
 def lab3() -> Iterator[LabInfo]:
-    """A 3-host lab ``t3`` (h1..h3, real sshd each), up for the whole session."""
+    """A 3-host lab ``t3-<tag>`` (h1..h3, real sshd each), up for the whole session."""
     _need_root()
     with make_lab("t3", 3) as info:
         yield info
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Labs of test sessions that died without taking them down go before this one starts."""
+    if os.geteuid() != 0:
+        return
+    for base in Path(tempfile.gettempdir()).glob("benchharness-test-labs-*"):
+        match = re.fullmatch(r"benchharness-test-labs-(\d+)", base.name)
+        if not match or int(match.group(1)) == os.getpid() or _pid_alive(int(match.group(1))):
+            continue
+        with contextlib.suppress(LabError, OSError):
+            lab.lab_down(None, base_dir=base)
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

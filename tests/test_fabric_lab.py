@@ -38,7 +38,7 @@ def test_link_slowed_late_in_a_sustained_step_fails_degradation(lab_maker, tmp_p
         def slow_down() -> None:
             deadline = time.monotonic() + 120
             while time.monotonic() < deadline:  # the client's iperf3 has started
-                procs = lab.lab_processes("hs1", "iperf3", base_dir=info.dir.parent)
+                procs = lab.lab_processes(info.name, "iperf3", base_dir=info.dir.parent)
                 if any(" -c " in f" {c} " for cs in procs.values() for c in cs):
                     break
                 time.sleep(0.2)

@@ -1,7 +1,7 @@
 """Fault injection on the loopback lab: every fault ends with a clear kind, the right exit code,
 the samples measured before it kept, and no benchmark process left on any lab host.
 
-One 2-host lab (``fltm``) serves the whole module. Each test drives the real ``bench`` command and
+One 2-host lab (``fltm-<tag>``) serves the whole module. Each test drives the real ``bench`` command and
 injects its fault for real: a stopped or crashed tool, a wrong key, a changed host key, a missing
 program, a taken port, a cut link, SIGTERM, a full disk.
 """
@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from conftest import lab_name
 
 from benchharness.core.model import Command, CommandResult, Host
 from benchharness.execution import faults
@@ -26,7 +27,7 @@ from benchharness.lab.control import LabInfo
 from benchharness.results.store import RunDir
 from benchharness.transport.base import shell_exit_code
 
-LAB = "fltm"
+LAB = lab_name("fltm")
 BENCH_PROCS = r"iperf3|ib_write_bw|ucx_perftest|mpirun|sleep"
 TWO_STEPS = ("suite=quick", "length=[16K,128K]")
 #: Telemetry off where it plays no part in the fault, to keep the module short (lab time is precious).
@@ -298,7 +299,7 @@ def test_cut_host_ends_its_tools_and_sampler_by_itself(lab_maker, lab_base: Path
             wait = cut["started"] + cut["limit_s"] + 10 - time.time()
             if wait > 0:
                 time.sleep(wait)
-            left = lab.lab_processes("tcut3", left_pattern, base_dir=lab_base)
+            left = lab.lab_processes(info.name, left_pattern, base_dir=lab_base)
             assert not any(left.values()), f"still running 10 s after the step's limit: {left}"
         finally:
             proc.kill()

@@ -80,7 +80,7 @@ def test_link_flapped_twice_during_a_step_fails_its_link_verdict(lab_maker, tmp_
         def flap() -> None:
             deadline = time.monotonic() + 120
             while time.monotonic() < deadline:  # wait for the step's iperf3 to run on h2
-                if any("iperf3" in c for c in lab.lab_processes("hl2", "iperf3", base_dir=info.dir.parent).get("h2", [])):
+                if any("iperf3" in c for c in lab.lab_processes(info.name, "iperf3", base_dir=info.dir.parent).get("h2", [])):
                     break
                 time.sleep(0.2)
             time.sleep(0.5)

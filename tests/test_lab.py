@@ -13,7 +13,7 @@ from typing import Any
 
 import paramiko
 import pytest
-from conftest import make_lab
+from conftest import lab_name, make_lab
 
 from benchharness.core.errors import LabError
 from benchharness.lab import control as lab
@@ -170,7 +170,7 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.lab
 def test_lab3_status_and_layout(lab3: LabInfo, lab_base: Path) -> None:
-    rows = lab.lab_status("t3", base_dir=lab_base)
+    rows = lab.lab_status(lab3.name, base_dir=lab_base)
     assert [r["host"] for r in rows] == ["h1", "h2", "h3"]
     assert all(r["ns_exists"] and r["sshd_alive"] and r["ssh_port_open"] for r in rows), rows
     assert len({h.address for h in lab3.hosts}) == 3
@@ -247,11 +247,12 @@ def test_shaped_host_is_measurably_slower(lab_base: Path) -> None:
         rates = {"to_h2": to_h2, "from_h2": from_h2, "unshaped": unshaped}
         assert 0.5 < to_h2 < 1.05 and 0.5 < from_h2 < 1.05, rates  # tbf at 1gbit: ~0.95 of goodput
         assert unshaped > 1.5 * max(to_h2, from_h2), rates
-        assert lab.lab_processes("tshp", r"\biperf3\b", base_dir=lab_base) == {"h1": [], "h2": [], "h3": []}
+        assert lab.lab_processes(info.name, r"\biperf3\b", base_dir=lab_base) == {"h1": [], "h2": [], "h3": []}
 
 
 @pytest.mark.lab
 def test_rdma_rxe_is_refused_on_this_kernel(lab_root: None, lab_base: Path) -> None:
+    name = lab_name("trxe")
     try:
         lab_rdma.check_rxe()
     except LabError:
@@ -259,12 +260,12 @@ def test_rdma_rxe_is_refused_on_this_kernel(lab_root: None, lab_base: Path) -> N
     else:
         pytest.skip("not applicable: this kernel has rdma_rxe, so the refusal cannot be shown here")
     with pytest.raises(LabError) as err:
-        lab.lab_up(2, name="trxe", rdma="rxe", base_dir=lab_base)
+        lab.lab_up(2, name=name, rdma="rxe", base_dir=lab_base)
     message = str(err.value)
     assert "rdma_rxe" in message and platform.release() in message and "\n" not in message
     assert "linux-image-amd64" in message and f"linux-modules-extra-{platform.release()}" in message
-    assert not (lab_base / "trxe").exists() and not list(Path("/run/netns").glob("bh-trxe-*"))
-    assert "bh-trxe" not in _links()
+    assert not (lab_base / name).exists() and not list(Path("/run/netns").glob(f"bh-{name}-*"))
+    assert f"bh-{name}" not in _links()
 
 
 @pytest.mark.lab
@@ -275,62 +276,65 @@ def test_two_labs_coexist_and_stay_apart(lab3: LabInfo, lab_base: Path) -> None:
         # each lab's known_hosts pins its own host keys, so a right answer proves the right sshd
         assert _paramiko(other, other.hosts[0], other.known_hosts, "hostname") == "h1"
         assert _paramiko(lab3, lab3.hosts[0], lab3.known_hosts, "hostname") == "h1"
-        assert {r["lab"] for r in lab.lab_status(base_dir=lab_base)} >= {"t2", "t3"}
+        assert {r["lab"] for r in lab.lab_status(base_dir=lab_base)} >= {other.name, lab3.name}
         # no route from one lab into the other: traffic never leaves a lab
         probe = subprocess.run(["ip", "-n", other.hosts[0].netns, "route", "get", lab3.hosts[0].address],
                                capture_output=True, text=True)
         assert probe.returncode != 0 and "unreachable" in probe.stderr
-    assert lab.lab_status("t3", base_dir=lab_base)[0]["sshd_alive"]
+    assert lab.lab_status(lab3.name, base_dir=lab_base)[0]["sshd_alive"]
 
 
 @pytest.mark.lab
 def test_up_status_down_roundtrip_leaves_nothing(lab_root: None, lab_base: Path) -> None:
-    info = lab.lab_up(2, name="trt", base_dir=lab_base)
+    name = lab_name("trt")
+    info = lab.lab_up(2, name=name, base_dir=lab_base)
     try:
         assert (info.dir / "lab.json").exists() and info.known_hosts.exists() and info.key.exists()
-        assert [r["sshd_alive"] for r in lab.lab_status("trt", base_dir=lab_base)] == [True, True]
+        assert [r["sshd_alive"] for r in lab.lab_status(name, base_dir=lab_base)] == [True, True]
         with pytest.raises(LabError, match="already up"):
-            lab.lab_up(1, name="trt", base_dir=lab_base)
+            lab.lab_up(1, name=name, base_dir=lab_base)
         stray = subprocess.Popen(["ip", "netns", "exec", info.hosts[1].netns, "sleep", "300"])
         deadline = time.monotonic() + 5
-        while not lab.lab_processes("trt", r"^sleep 300$", base_dir=lab_base)["h2"]:
+        while not lab.lab_processes(name, r"^sleep 300$", base_dir=lab_base)["h2"]:
             assert time.monotonic() < deadline
             time.sleep(0.02)
         assert stray.pid in lab.netns_pids(info.hosts[1].netns)
     finally:
-        removed = lab.lab_down("trt", base_dir=lab_base)
-    assert removed == ["trt"]
+        removed = lab.lab_down(name, base_dir=lab_base)
+    assert removed == [name]
     assert stray.wait(5) != 0  # killed by lab_down, not left running
     assert _gone(info) == []
-    assert lab.lab_down("trt", base_dir=lab_base) == []  # idempotent
-    assert "trt" not in lab.list_labs(lab_base)
+    assert lab.lab_down(name, base_dir=lab_base) == []  # idempotent
+    assert name not in lab.list_labs(lab_base)
 
 
 @pytest.mark.lab
 def test_failure_half_way_removes_what_was_made(lab_root: None, lab_base: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    name = lab_name("tfail")
     monkeypatch.setattr(lab, "SSHD", "/bin/false")  # sshd "fails" after namespaces and veths exist
     with pytest.raises(LabError) as err:
-        lab.lab_up(2, name="tfail", base_dir=lab_base)
-    assert "h1: start sshd failed: ip netns exec bh-tfail-h1" in str(err.value)
-    assert not (lab_base / "tfail").exists() and not list(Path("/run/netns").glob("bh-tfail-*"))
-    assert not {n for n in _links() if n == "bh-tfail"}
+        lab.lab_up(2, name=name, base_dir=lab_base)
+    assert f"h1: start sshd failed: ip netns exec bh-{name}-h1" in str(err.value)
+    assert not (lab_base / name).exists() and not list(Path("/run/netns").glob(f"bh-{name}-*"))
+    assert not {n for n in _links() if n == f"bh-{name}"}
 
 
 @pytest.mark.lab
 def test_name_clash_with_a_lab_elsewhere_is_refused_untouched(lab3: LabInfo, tmp_path: Path,
                                                               lab_base: Path) -> None:
     with pytest.raises(LabError, match="already exist"):
-        lab.lab_up(1, name="t3", base_dir=tmp_path)
-    assert all(r["sshd_alive"] and r["ssh_port_open"] for r in lab.lab_status("t3", base_dir=lab_base))
+        lab.lab_up(1, name=lab3.name, base_dir=tmp_path)
+    assert all(r["sshd_alive"] and r["ssh_port_open"] for r in lab.lab_status(lab3.name, base_dir=lab_base))
 
 
 @pytest.mark.lab
 def test_bad_arguments_are_refused_before_anything_is_made(lab_root: None, lab_base: Path) -> None:
+    name = lab_name("targ")
     cases: list[tuple[dict[str, Any], str]] = [
         ({"shape": {"h5": "1gbit"}}, "unknown host h5"), ({"shape": {"h1": "1gbyte"}}, "bad rate"),
         ({"rdma": "siw"}, "unknown rdma kind"), ({"name": "Bad_Name"}, "bad lab name")]
     for kwargs, message in cases:
         with pytest.raises(LabError, match=message):
-            lab.lab_up(2, **{"name": "targ", **kwargs}, base_dir=lab_base)
-    assert not (lab_base / "targ").exists() and not list(Path("/run/netns").glob("bh-targ-*"))
+            lab.lab_up(2, **{"name": name, **kwargs}, base_dir=lab_base)
+    assert not (lab_base / name).exists() and not list(Path("/run/netns").glob(f"bh-{name}-*"))

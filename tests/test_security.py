@@ -148,7 +148,7 @@ def test_hostile_inventory_and_suite_on_the_lab(lab_maker, lab_base: Path, tmp_p
         out = tmp_path / "run"
         res = bench("run", f"suite={HOSTILE_SUITE}", f"hosts={inv}", f"out={out}", cwd=tmp_path,
                     preexec_fn=lambda: os.umask(0))
-        left = lab.lab_processes("secl", r"iperf3", base_dir=lab_base)
+        left = lab.lab_processes(info.name, r"iperf3", base_dir=lab_base)
     assert res.returncode == 3, res.stdout + res.stderr  # the hostile-args step fails, iperf3 refuses
     assert not mark.exists() and not SUITE_MARK.exists()
     assert left == {"h1": [], "h2": []}

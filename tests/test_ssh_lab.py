@@ -17,6 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from conftest import lab_name
 from test_ssh_view import _deepops_filled
 
 from benchharness.config.inventory import load_inventory
@@ -28,6 +29,9 @@ from benchharness.transport.ssh import SSHTransport
 pytestmark = pytest.mark.lab
 
 
+JUMP_LAB = lab_name("tjump")
+
+
 def bench(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "benchharness", *args], capture_output=True, text=True,
                           timeout=timeout)
@@ -37,11 +41,11 @@ def bench(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
 def jump_lab(lab_base: Path) -> Iterator[LabInfo]:
     if os.geteuid() != 0:
         pytest.skip("the loopback lab needs root")
-    info = lab.lab_up(3, name="tjump", jump=True, base_dir=lab_base)
+    info = lab.lab_up(3, name=JUMP_LAB, jump=True, base_dir=lab_base)
     try:
         yield info
     finally:
-        lab.lab_down("tjump", base_dir=lab_base)
+        lab.lab_down(JUMP_LAB, base_dir=lab_base)
 
 
 def _state(info: LabInfo) -> dict:
@@ -61,7 +65,7 @@ def test_jump_lab_hosts_are_out_of_the_controllers_reach(jump_lab: LabInfo) -> N
 @pytest.mark.parametrize(("inventory", "via"), [
     ("inventory.ini", "ProxyJump root@"),
     ("inventory-proxycommand.ini", "ProxyCommand ssh -i"),
-    ("inventory-alias.ini", "(alias tjump-h1)"),
+    ("inventory-alias.ini", f"(alias {JUMP_LAB}-h1)"),
 ])
 def test_same_suite_runs_through_the_jump_host(jump_lab: LabInfo, tmp_path: Path, inventory: str,
                                                via: str) -> None:
