@@ -158,6 +158,54 @@ def test_real_torchrun_on_this_machine(tmp_path: Path) -> None:
         assert all(r["torch_backend"] == "gloo" for r in recs)
 
 
+#: torch_dist.py as the hosts run it, with rank 2 ending every operation 20 ms late.
+SLOW_TORCH_RANK = """
+import sys, time
+import torch_dist_real as td
+real = td.Op.run
+def run(self):
+    real(self)
+    if self.rank == 2:
+        time.sleep(0.02)
+td.Op.run = run
+sys.exit(td.main())
+"""
+
+
+@pytest.mark.skipif(not has_torch(), reason="Debian's python3-torch is not installed (setup.sh installs it)")
+def test_real_torch_slow_rank_is_named_through_the_adapter(tmp_path: Path) -> None:
+    """3 gloo ranks under real torchrun, the adapter's own command line with per_iteration, rank 2
+    slower: the document comes home after the table, and process 2 is named at every size."""
+    local = (Host("local", "127.0.0.1", local=True, vars={"torch_python": SYSTEM_PYTHON, "netdev": "lo"}),)
+    params = {"op": "all_reduce", "minbytes": "4K", "maxbytes": "64K", "stepfactor": 4, "iters": 15, "warmup": 2,
+              "procs_per_host": 3, "per_iteration": True}
+    tool = get_tool("torch")
+    tool.check_params(params)
+    s = Step("0000-slow", "stragglers", "torch", params, local, pattern="group", port=free_port())
+    (cmd,) = tool.commands(s)
+    assert list(cmd.argv[-2:]) == ["-I", "1"]
+    assert {Path(dst).name for _, dst in cmd.uploads} == {"torch_dist.py", "iter_json.py"}
+    for src, dst in cmd.uploads:  # what the runner's upload does, into a private folder
+        (tmp_path / Path(dst).name).write_bytes(Path(src).read_bytes())
+    (tmp_path / "torch_dist.py").rename(tmp_path / "torch_dist_real.py")
+    (tmp_path / "torch_dist.py").write_text(SLOW_TORCH_RANK)
+    argv = [str(tmp_path / Path(a).name) if a.startswith("/tmp/benchharness/") else a for a in cmd.argv]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, env={**cmd.env, "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    records = tool.parse_step(s, [CommandResult(cmd, proc.returncode, proc.stdout, proc.stderr, 0.0, 1.0)])
+    summary = [r for r in records if r["kind"] == "summary"]
+    assert sorted(r["size_bytes"] for r in summary) == [4096, 16384, 65536]
+    (looked,) = [r for r in records if r["kind"] == "iterations"]
+    assert looked["processes"] == 3 and looked["per_process"] and looked["sizes"] == 3, looked
+    slow = [r for r in records if r["kind"] == "straggler"]
+    named = {r["size_bytes"]: r for r in slow if r["process"] == 2}
+    assert set(named) == {r["size_bytes"] for r in summary}, slow
+    for size, r in named.items():
+        assert r["median_us"] > r["peers_median_us"] + 15_000, r  # the 20 ms, less timer noise
+        assert r["factor"] == max(o["factor"] for o in slow if o["size_bytes"] == size)
+        assert r["step"] == s.id and r["straggler_ranks"] == [2]
+
+
 # ---------------------------------------------------------------- workloads and projection
 
 def test_shipped_workloads_load_and_bad_ones_are_named(tmp_path: Path) -> None:

@@ -604,7 +604,7 @@ def _finish(check: _Checker, d: _Draft, settings: Mapping[str, Any], setting_lin
     if stragglers:
         if "per_iteration" not in adapter.params:
             check.fail(f"{what}: stragglers needs per-iteration timing, which {adapter.name} has not "
-                       "(nccl-tests, collective)", data.key_lines.get("stragglers"))
+                       "(nccl-tests, collective, torch)", data.key_lines.get("stragglers"))
         params.setdefault("per_iteration", True)
     spec = TestSpec(d.name, adapter.name, hosts, pattern, sweep, repeat, params, data.line,
                     pairs, lines, _checks(check, data, what), rails, _health(check, data, what),

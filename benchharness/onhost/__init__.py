@@ -8,6 +8,10 @@ the host's own interpreter, and imports nothing of the harness:
 - ``sampler.py``: NIC, RDMA, CPU and temperature samples during a step (stdlib only).
 - ``mpi_allreduce.py``: the CPU collective benchmark under mpirun (mpi4py + NumPy), run as
   ``python mpi_allreduce.py`` or ``python -m benchharness.onhost.mpi_allreduce``.
+- ``torch_dist.py`` / ``torch_train.py``: torch.distributed collectives and training-step proxies.
+- ``iter_json.py``: nccl-tests' per-iteration JSON document, for the CPU and torch programs.
 
-A new host program (a torch collective, another sampler) goes here too.
+A program imports its siblings from the folder it runs in (``import iter_json`` on a host,
+``benchharness.onhost.iter_json`` in the package); ``tools/common.onhost_uploads`` copies them
+together. A new host program (another sampler) goes here too.
 """

@@ -8,7 +8,7 @@ Sizes, counts and bandwidths follow nccl-tests (src/*.cu and doc/PERFORMANCE.md)
 larger of the send and receive buffers in bytes, ``algbw = size / time`` in 10^9 bytes/s, and
 ``busbw = algbw * factor`` with 2(n-1)/n for all_reduce, (n-1)/n for all_gather, reduce_scatter and
 alltoall, and 1 for broadcast. Results are checked after timing; ``#wrong`` counts the elements that
-differ from the exact expected value, summed over ranks. Standalone: stdlib, NumPy and mpi4py only.
+differ from the exact expected value, summed over ranks. Standalone: stdlib, NumPy, mpi4py and ``iter_json.py`` beside it.
 
 ``-I 1`` times every iteration on every rank, as nccl-tests 2.19 does with ``-z 1`` (a barrier
 before each iteration, so a rank's time says when it finished): four more columns per
@@ -25,11 +25,15 @@ import json
 import os
 import platform
 import sys
-import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+
+try:
+    from benchharness.onhost import iter_json
+except ImportError:  # on a host: iter_json.py is copied beside this file
+    import iter_json  # type: ignore[no-redef]
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast")
 _ALIASES = {"allreduce": "all_reduce", "allgather": "all_gather", "reducescatter": "reduce_scatter",
@@ -214,43 +218,6 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def iter_stats(times: list[float]) -> dict[str, float]:
-    """nccl-tests' per-iteration statistics (src/util.cu computeIterStats), in microseconds."""
-    ordered = sorted(times)
-    n = len(ordered)
-
-    def pct(q: int) -> float:
-        return ordered[min(n - 1, (n * q + 99) // 100 - 1)]
-
-    avg = sum(ordered) / n
-    stdev = (sum((t - avg) ** 2 for t in ordered) / n) ** 0.5
-    return {"min_us": ordered[0] * 1e6, "max_us": ordered[-1] * 1e6, "avg_us": avg * 1e6,
-            "p50_us": ordered[n // 2] * 1e6, "p95_us": pct(95) * 1e6, "p99_us": pct(99) * 1e6,
-            "stdev_us": stdev * 1e6, "cv_pct": stdev / avg * 100.0 if avg > 0 else 0.0}
-
-
-def per_iter_block(per_process: list[list[float]]) -> dict[str, Any]:
-    """``*_per_iter`` of one size and placement: statistics of the max over processes per
-    iteration, ``times_us`` and, with more than one process, ``per_process_max_times_us``."""
-    overall = [max(col) for col in zip(*per_process, strict=True)]
-    block: dict[str, Any] = {"skipped_iterations": 0, **iter_stats(overall),
-                             "times_us": [t * 1e6 for t in overall]}
-    if len(per_process) > 1:
-        block["per_process_max_times_us"] = [[t * 1e6 for t in p] for p in per_process]
-    return block
-
-
-def _open_new(path: str) -> Any:
-    """``path`` opened for writing, or ``path.0``, ``path.1`` ... when it exists (as nccl-tests)."""
-    tries = [path] + [f"{path}.{i}" for i in range(1000)]
-    for candidate in tries:
-        try:
-            return open(candidate, "x", encoding="utf-8")
-        except FileExistsError:
-            continue
-    raise FileExistsError(path)
-
-
 def _sizes(a: argparse.Namespace) -> list[int]:
     sizes, size = [], a.minbytes
     while size <= a.maxbytes:
@@ -281,14 +248,8 @@ def main(argv: list[str] | None = None, out: Callable[[str], None] | None = None
               "device": 0, "device_hex": "cpu", "device_info": f"{platform.machine()} mpi4py"}
     devices = comm.gather(device, root=0)
     per_iter = bool(a.per_iter_timing)
-    doc: dict[str, Any] = {"version": 4, "start_time": time.strftime("%Y-%m-%d %H:%M:%S"),
-                           "args": [sys.argv[0], *(argv if argv is not None else sys.argv[1:])],
-                           "nccl_version": None,
-                           "config": {"nthreads": 1, "ngpus": 1, "minimum_bytes": a.minbytes,
-                                      "maximum_bytes": a.maxbytes, "warmup_iters": a.warmup_iters,
-                                      "iterations": a.iters, "per_iter_timing": "true" if per_iter else "false",
-                                      "devices": devices},
-                           "results": []}
+    doc = iter_json.document([sys.argv[0], *(argv if argv is not None else sys.argv[1:])], a.minbytes,
+                             a.maxbytes, a.warmup_iters, a.iters, per_iter, devices or [])
     lines = comm.gather(f"#  Rank {rank:2d} Group  0 Pid {os.getpid():6d} on {MPI.Get_processor_name():>10s} "
                         f"device {0:2d} [cpu] {platform.machine()} mpi4py", root=0)
     step = f"{a.stepfactor}(factor)" if a.stepfactor > 1 else f"{a.stepbytes}(bytes)"
@@ -341,7 +302,7 @@ def main(argv: list[str] | None = None, out: Callable[[str], None] | None = None
             if mine is not None:
                 everyone = comm.gather(mine, root=0)
                 if rank == 0 and everyone:
-                    block = per_iter_block(everyone)
+                    block = iter_json.per_iter_block(everyone)
                     result[f"{key}_per_iter"] = block
                     row += "  %7s  %7s  %7s  %7s" % tuple(float_str(block[k]) for k in
                                                           ("min_us", "max_us", "p99_us", "cv_pct"))
@@ -353,11 +314,8 @@ def main(argv: list[str] | None = None, out: Callable[[str], None] | None = None
     emit("#")
     if a.output_file and rank == 0:
         print(f"# Writing JSON output to {a.output_file}", file=sys.stderr, flush=True)
-        doc.update({"out_of_bounds": {"count": errors, "okay": "false" if errors else "true"},
-                    "average_bus_bandwidth": {"bandwidth": avg, "okay": "unchecked"}, "errors": [""],
-                    "end_time": time.strftime("%Y-%m-%d %H:%M:%S")})
-        with _open_new(a.output_file) as fh:
-            json.dump(doc, fh)
+        with iter_json.open_new(a.output_file) as fh:
+            json.dump(iter_json.finish(doc, errors, avg), fh)
     return 1 if errors else 0
 
 

@@ -10,7 +10,13 @@ Backend ``nccl`` on CUDA and ROCm (RCCL) GPUs, ``gloo`` on CPUs.
 Sizes and bandwidths follow nccl-tests (doc/PERFORMANCE.md): ``size`` is the larger of the send
 and receive buffers in bytes, ``algbw = size / time`` in 10^9 bytes/s and ``busbw = algbw * f`` with
 f = 2(n-1)/n for all_reduce, (n-1)/n for all_gather, reduce_scatter and alltoall, 1 for broadcast
-and sendrecv. Results are checked after timing (``#wrong``). Standalone: stdlib and torch only.
+and sendrecv. Results are checked after timing (``#wrong``).
+
+``-I 1`` times every iteration on every rank, each after a barrier (as nccl-tests 2.19 with
+``-z 1``, so a rank's time says when it finished), and rank 0 prints nccl-tests' JSON document
+with the per-process times after the table, between ``iter_json``'s markers: the step's
+straggler analysis (tools/nccl_iter.py) reads it as it reads nccl-tests'.
+Standalone: stdlib, torch, and ``iter_json.py`` beside it.
 """
 
 # ruff: noqa: UP031 - the table is printed with nccl-tests' own printf formats, on purpose
@@ -23,6 +29,11 @@ import socket
 import sys
 import time
 from typing import Any
+
+try:
+    from benchharness.onhost import iter_json
+except ImportError:  # on a host: iter_json.py is copied beside this file
+    import iter_json  # type: ignore[no-redef]
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "sendrecv")
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
@@ -226,6 +237,7 @@ def sweep(argv: list[str]) -> int:
     p.add_argument("-n", "--iters", type=int, default=20)
     p.add_argument("-w", "--warmup_iters", type=int, default=5)
     p.add_argument("-c", "--check", type=int, default=1)
+    p.add_argument("-I", "--per_iter_timing", type=int, default=0, choices=(0, 1))
     p.add_argument("--op", default="all_reduce", choices=OPS)
     p.add_argument("--backend", default="auto", choices=("auto", "nccl", "gloo"))
     p.add_argument("--numa-nodes", default="", help="NUMA node of each local rank (0,0,1,1): bind to its CPUs")
@@ -237,17 +249,23 @@ def sweep(argv: list[str]) -> int:
         if rank == 0:
             print(text, flush=True)
 
+    local = world()[2]
     names: list[Any] = [None] * n
-    dist.all_gather_object(names, f"{socket.gethostname()} {os.getpid()} {device}")
+    dist.all_gather_object(names, {"rank": rank, "group": 0, "pid": os.getpid(), "hostname": socket.gethostname(),
+                                   "device": device.index if device.type == "cuda" else 0,
+                                   "device_hex": str(device), "device_info": f"{platform.machine()} torch",
+                                   "local_rank": local})
+    per_iter = bool(a.per_iter_timing)
+    doc = iter_json.document([f"{a.op}_perf", *argv], a.minbytes, a.maxbytes, a.warmup_iters, a.iters,
+                             per_iter, names)
     emit(f"# benchharness torch_dist: {versions(torch, backend)}")
     emit(f"# Collective test starting: {a.op}_perf")
     emit(f"# nThread 1 nGpus 1 minBytes {a.minbytes} maxBytes {a.maxbytes} step: {a.stepfactor}(factor) "
          f"warmup iters: {a.warmup_iters} iters: {a.iters} agg iters: 1 validation: {a.check} graph: 0")
     emit("#\n# Using devices")
-    for q, text in enumerate(names):
-        host, pid, dev = str(text).split()
-        emit(f"#  Rank {q:2d} Group  0 Pid {int(pid):6d} on {host:>10s} device {0:2d} [{dev}] "
-             f"{platform.machine()} torch")
+    for q, dev in enumerate(names):
+        emit(f"#  Rank {q:2d} Group  0 Pid {int(dev['pid']):6d} on {dev['hostname']:>10s} device {0:2d} "
+             f"[{dev['device_hex']}] {platform.machine()} torch")
     # torch's all_reduce and broadcast work in place; the tensor forms write a separate output
     placement = "in-place" if a.op in ("all_reduce", "broadcast") else "out-of-place"
     emit("#\n# %10s  %12s  %8s  %6s  %6s  %30s" % ("", "", "", "", "", placement))
@@ -264,12 +282,22 @@ def sweep(argv: list[str]) -> int:
             bench.run()
         _sync(torch, device)
         dist.barrier()
+        mine: list[float] = []
         start = time.perf_counter()
         for _ in range(a.iters):
+            if not per_iter:
+                bench.run()
+                continue
+            dist.barrier()  # as nccl-tests -z 1: every rank's iteration starts together
+            _sync(torch, device)
+            began = time.perf_counter()
             bench.run()
+            _sync(torch, device)
+            mine.append(time.perf_counter() - began)
         _sync(torch, device)
-        elapsed = torch.tensor([(time.perf_counter() - start) / max(a.iters, 1)], dtype=torch.float64,
-                               device=device)
+        # with per-iteration timing the barriers between iterations are not the collective's time
+        took = sum(mine) if per_iter else time.perf_counter() - start
+        elapsed = torch.tensor([took / max(a.iters, 1)], dtype=torch.float64, device=device)
         dist.all_reduce(elapsed)
         sec = float(elapsed.item()) / n
         nbytes = max(bench.send_n, bench.recv_n) * 4
@@ -288,9 +316,21 @@ def sweep(argv: list[str]) -> int:
         shown = {"reduce_scatter": bench.recv_n, "alltoall": bench.send_n // n}.get(a.op, bench.send_n)
         emit("%12li  %12li  %8s  %6s  %6s  %7s  %6s  %6s  %5s" % (nbytes, shown, "float", redop, f"{root:6d}",
                                                              _time_str(sec * 1e6), _bw(algbw), _bw(busbw), wrong_text))
+        key = placement.replace("-", "_")
+        result: dict[str, Any] = {"size": nbytes, "count": shown, "type": "float", "redop": redop,
+                                  "root": f"{root:6d}", key: {"time": sec * 1e6, "alg_bw": algbw, "bus_bw": busbw,
+                                                              "nwrong": "nan" if not a.check else float(wrong_text)}}
+        if per_iter and a.iters:
+            everyone: list[Any] = [None] * n
+            dist.all_gather_object(everyone, mine)
+            result[f"{key}_per_iter"] = iter_json.per_iter_block(everyone)
+        doc["results"].append(result)
     emit("# Out of bounds values : %d %s" % (errors, "FAILED" if errors else "OK"))
-    emit("# Avg bus bandwidth    : %g " % (sum(busbws) / len(busbws) if busbws else 0.0))
+    avg = sum(busbws) / len(busbws) if busbws else 0.0
+    emit("# Avg bus bandwidth    : %g " % avg)
     emit("#")
+    if per_iter and rank == 0:
+        iter_json.emit_between_markers(iter_json.finish(doc, errors, avg))
     dist.destroy_process_group()
     return 1 if errors else 0
 

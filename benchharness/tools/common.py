@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.util
+import posixpath
 from collections.abc import Mapping
 from typing import Any
 
+from benchharness.core.errors import ToolFailure
 from benchharness.core.model import Host
 from benchharness.tools.base import ToolFacts
 
@@ -20,6 +23,22 @@ _NUMA_SCRIPT = (
     'if command -v numactl >/dev/null 2>&1; then echo "' + NUMA_MARKER + '$n" >&2; '
     'exec numactl --cpunodebind="$n" --membind="$n" "$@"; fi; '
     'echo "' + NUMA_MARKER + 'none (numactl missing)" >&2; exec "$@"')
+
+
+#: Where the harness' own host programs (``benchharness/onhost``) are copied on every host.
+ONHOST_DIR = "/tmp/benchharness"
+
+
+def onhost_uploads(remote_dir: str, *modules: str) -> tuple[tuple[str, str], ...]:
+    """``Command.uploads`` for ``modules`` of ``benchharness.onhost``: each file into ``remote_dir``
+    (host programs import their siblings from the folder they run in)."""
+    out = []
+    for module in modules:
+        spec = importlib.util.find_spec(f"benchharness.onhost.{module}")
+        if spec is None or spec.origin is None:
+            raise ToolFailure("tool_missing", f"benchharness.onhost.{module} is not installed")
+        out.append((spec.origin, posixpath.join(remote_dir, f"{module}.py")))
+    return tuple(out)
 
 
 def numa_prefix(host: Host, enabled: bool = True) -> list[str]:

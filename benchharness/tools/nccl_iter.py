@@ -23,12 +23,11 @@ from typing import Any
 
 from benchharness.core.errors import ToolFailure
 from benchharness.core.model import Host, Record
-from benchharness.tools.nccl_json import IterationRows, iterations, process_ranks
+from benchharness.onhost.iter_json import BEGIN, END
+from benchharness.tools.nccl_json import IterationRows, iterations, load, process_ranks
 
 #: nccl-tests' first version with ``-I`` (per-iteration timing; ``-J`` came in 2.17).
 MIN_VERSION = "2.19"
-BEGIN = "# benchharness per-iteration json begin"
-END = "# benchharness per-iteration json end"
 #: ``sh -c WRAPPER bench-iter PROGRAM ARGS...``: rank 0 (Open MPI's OMPI_COMM_WORLD_RANK, Slurm's
 #: SLURM_PROCID) runs PROGRAM with ``-J DIR/iterations.json``, forwards a stop to it, prints the
 #: document between the markers and removes the directory; other ranks become PROGRAM.
@@ -92,6 +91,18 @@ def _inventory_host(reported: Any, hosts: Sequence[Host]) -> str | None:
         if name in known or short in known:
             return h.name
     return name
+
+
+def step_records(stdout: str, hosts: Sequence[Host], tool: str) -> list[Record]:
+    """The records of the document a step printed (:func:`records`); one ``iterations`` record
+    with the reason when none came back (the tool stopped before writing it) or it is unreadable."""
+    _, doc_text = split(stdout)
+    if doc_text is None:
+        return [{"kind": "iterations", "processes": None, "missing": f"{tool} printed no per-iteration document"}]
+    try:
+        return records(load(doc_text), hosts)
+    except ToolFailure as exc:
+        return [{"kind": "iterations", "processes": None, "missing": f"per-iteration document unreadable: {exc}"}]
 
 
 def records(doc: Mapping[str, Any], hosts: Sequence[Host]) -> list[Record]:

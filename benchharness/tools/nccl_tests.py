@@ -9,7 +9,7 @@ the CPU benchmark (``benchharness.onhost.mpi_allreduce``, same table) on hosts w
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
+import posixpath
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -18,6 +18,7 @@ from benchharness.core.model import Command, CommandResult, Host, Record, Step
 from benchharness.core.units import parse_size
 from benchharness.tools import nccl_iter
 from benchharness.tools.base import ToolFacts
+from benchharness.tools.common import ONHOST_DIR, onhost_uploads
 from benchharness.tools.mpi_launch import (
     MPIRUN,
     build_mpirun,
@@ -30,14 +31,13 @@ from benchharness.tools.mpi_launch import (
     rdma_devices,
 )
 from benchharness.tools.nccl_debug import hcas_used, network_matches, parse_nccl_debug
-from benchharness.tools.nccl_json import load
 from benchharness.tools.nccl_parse import NcclRun, parse_nccl_tests
 
 GPU_COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce",
                    "sendrecv", "gather", "scatter", "hypercube", "alltoallv")
 CPU_COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast")
 REDOPS = ("sum", "prod", "min", "max", "avg", "mulsum", "all")
-CPU_PROGRAM = "/tmp/benchharness/mpi_allreduce.py"
+CPU_PROGRAM = f"{ONHOST_DIR}/mpi_allreduce.py"
 #: Pattern ``gpu-pairs``: rank r (one per host) sees only the r-th GPU of the comma list it is given
 #: (rank 0 on the step's first host, rank 1 on its second), so that GPU i of one node meets GPU j
 #: of the other; where the r-th entry of the NUMA list is known the rank runs on that GPU's NUMA
@@ -232,13 +232,7 @@ def _iteration_records(step: Step, res: CommandResult, p: Mapping[str, Any], too
     if tool == "rccl-tests":
         return [{"kind": "iterations", "processes": None,
                  "missing": f"rccl-tests has no per-iteration timing (nccl-tests {nccl_iter.MIN_VERSION} -I)"}]
-    _, doc_text = nccl_iter.split(res.stdout)
-    if doc_text is None:
-        return [{"kind": "iterations", "processes": None, "missing": f"{tool} printed no per-iteration document"}]
-    try:
-        return nccl_iter.records(load(doc_text), step.hosts)
-    except ToolFailure as exc:
-        return [{"kind": "iterations", "processes": None, "missing": f"per-iteration document unreadable: {exc}"}]
+    return nccl_iter.step_records(res.stdout, step.hosts, tool)
 
 
 def _finish(step: Step, res: CommandResult, records: list[Record], extra: Record) -> list[Record]:
@@ -393,9 +387,6 @@ class CpuCollective:
         if p["op"] not in CPU_COLLECTIVES:
             raise ConfigError(f"step {step.id}: the CPU benchmark has no {p['op']} "
                               f"(it has {', '.join(CPU_COLLECTIVES)})")
-        spec = importlib.util.find_spec("benchharness.onhost.mpi_allreduce")
-        if spec is None or spec.origin is None:
-            raise ToolFailure("tool_missing", "benchharness.onhost.mpi_allreduce is not installed")
         if p["cpu_maxbytes"] is not None and parse_size(p["maxbytes"]) > parse_size(p["cpu_maxbytes"]):
             # the GPU sizing (8G) would take minutes per size on CPUs: stop at cpu_maxbytes
             p = {**p, "maxbytes": p["cpu_maxbytes"],
@@ -405,7 +396,7 @@ class CpuCollective:
                    *_tool_args(p, [f for f in _FLAGS if f[0] not in ("datatype", "blocking", "cudagraph")])]
         if p["per_iteration"]:  # the same -I 1 -J as nccl-tests, the same wrapper and document
             program = nccl_iter.wrap(program)
-        return _mpirun(step, p, program, p["env"], gpus=False, launch_via=launcher, uploads=((spec.origin, CPU_PROGRAM),))
+        return _mpirun(step, p, program, p["env"], gpus=False, launch_via=launcher, uploads=onhost_uploads(posixpath.dirname(CPU_PROGRAM), "mpi_allreduce", "iter_json"))
 
     def parse_step(self, step: Step, results: Sequence[CommandResult]) -> list[Record]:
         p = _merged(step.params)

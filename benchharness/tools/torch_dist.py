@@ -17,7 +17,6 @@ inventory's rails) and ``GLOO_SOCKET_IFNAME`` = the hosts' data netdevs.
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -25,13 +24,15 @@ from typing import Any
 from benchharness.core.errors import ConfigError, ToolFailure
 from benchharness.core.model import Command, CommandResult, Host, Record, Step
 from benchharness.core.units import parse_size
+from benchharness.tools import nccl_iter
+from benchharness.tools.common import ONHOST_DIR, onhost_uploads
 from benchharness.tools.mpi_launch import build_srun, check_env, gpu_count, gpu_numa, launch_settings
 from benchharness.tools.nccl_parse import parse_nccl_tests
 from benchharness.tools.nccl_tests import _mpirun, fabric_env
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "sendrecv")
 LAUNCHES = ("auto", "torchrun", "mpirun", "srun")
-REMOTE_DIR = "/tmp/benchharness"
+REMOTE_DIR = ONHOST_DIR
 PROGRAM = f"{REMOTE_DIR}/torch_dist.py"
 DEFAULT_PORT = 29400  # torchrun's own default rendezvous port (torch.distributed.run --rdzv_endpoint)
 
@@ -41,7 +42,7 @@ LAUNCH_PARAMS: dict[str, Any] = {
 }
 PARAMS: dict[str, Any] = {
     "op": "all_reduce", "minbytes": "8", "maxbytes": "128M", "stepfactor": 2, "iters": 20, "warmup": 5,
-    "check": 1, "cpu_maxbytes": "16M", **LAUNCH_PARAMS,
+    "check": 1, "cpu_maxbytes": "16M", "per_iteration": False, **LAUNCH_PARAMS,
 }
 _HEADER = re.compile(r"# benchharness torch_dist: torch (\S+) backend (\S+) nccl (\S+) cuda (\S+) hip (\S+)")
 
@@ -92,6 +93,8 @@ def check_params(params: Mapping[str, Any]) -> None:
         _positive_int(p, key)
     for key in ("warmup", "check"):
         _positive_int(p, key, 0)
+    if not isinstance(p["per_iteration"], bool):
+        raise ValueError(f"per_iteration: must be true or false, not {p['per_iteration']!r}")
     check_launch_params(p)
 
 
@@ -123,14 +126,6 @@ def rank_env(hosts: Sequence[Host], p: Mapping[str, Any]) -> dict[str, object]:
 def python_of(host: Host, p: Mapping[str, Any]) -> str:
     """The interpreter with torch: the suite's ``python``, host var ``torch_python``, else ``python3``."""
     return str(p["python"] or host.var("torch_python") or "python3")
-
-
-def program_file(module: str) -> str:
-    """Local path of a host program shipped in ``benchharness.onhost``."""
-    spec = importlib.util.find_spec(f"benchharness.onhost.{module}")
-    if spec is None or spec.origin is None:
-        raise ToolFailure("tool_missing", f"benchharness.onhost.{module} is not installed")
-    return spec.origin
 
 
 def launch_commands(step: Step, p: Mapping[str, Any], program: Sequence[str], launcher: str,
@@ -268,21 +263,24 @@ class TorchCollectives:
                   "minbytes": min(parse_size(p["minbytes"]), parse_size(p["cpu_maxbytes"]))}
         program = [PROGRAM, "--op", p["op"], "--backend", p["backend"], "-b", str(parse_size(p["minbytes"])),
                    "-e", str(parse_size(p["maxbytes"])), "-f", str(p["stepfactor"]), "-n", str(p["iters"]),
-                   "-w", str(p["warmup"]), "-c", str(p["check"])]
-        return launch_commands(step, p, program, launcher, ((program_file("torch_dist"), PROGRAM),))
+                   "-w", str(p["warmup"]), "-c", str(p["check"]), *(["-I", "1"] if p["per_iteration"] else [])]
+        return launch_commands(step, p, program, launcher, onhost_uploads(REMOTE_DIR, "torch_dist", "iter_json"))
 
     def parse_step(self, step: Step, results: Sequence[CommandResult]) -> list[Record]:
         p = merged(step.params, PARAMS)
         res = check_results(step, results, "# benchharness torch_dist")
+        table, _ = nccl_iter.split(res.stdout)
         try:
-            records = _records(f"{res.stdout}\n{res.stderr}", p["op"])
+            records = _records(f"{table}\n{res.stderr}", p["op"])
         except ToolFailure as exc:
             kept = [{**step.sample_labels(), **r, "nhosts": len(step.hosts)} for r in exc.records]
             raise ToolFailure(exc.kind, f"step {step.id} on {res.command.host.name}: {exc}", records=kept) from exc
+        if p["per_iteration"]:  # rank 0 printed nccl-tests' per-iteration document after its table
+            records += nccl_iter.step_records(res.stdout, step.hosts, self.name)
         return [{**step.sample_labels(), **r, "nhosts": len(step.hosts)} for r in records]
 
     def parse_text(self, text: str) -> list[Record]:
-        return _records(text, None)
+        return _records(nccl_iter.split(text)[0], None)
 
 
 ADAPTER = TorchCollectives()

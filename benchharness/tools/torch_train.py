@@ -13,6 +13,7 @@ from typing import Any
 
 from benchharness.core.errors import ToolFailure
 from benchharness.core.model import Command, CommandResult, Record, Step
+from benchharness.tools.common import onhost_uploads
 from benchharness.tools.torch_dist import (
     LAUNCH_PARAMS,
     REMOTE_DIR,
@@ -21,7 +22,6 @@ from benchharness.tools.torch_dist import (
     header,
     launch_commands,
     merged,
-    program_file,
 )
 
 PROGRAM = f"{REMOTE_DIR}/torch_train.py"
@@ -100,7 +100,7 @@ class TorchTrain:
         program = [PROGRAM]
         for key, flag in _FLAGS:
             program += [flag, str(parse_count(p[key]) if key == "model_params" else p[key])]
-        uploads = ((program_file("torch_train"), PROGRAM), (program_file("torch_dist"), f"{REMOTE_DIR}/torch_dist.py"))
+        uploads = onhost_uploads(REMOTE_DIR, "torch_train", "torch_dist", "iter_json")
         return launch_commands(step, p, program, launcher, uploads)
 
     def parse_step(self, step: Step, results: Sequence[CommandResult]) -> list[Record]:
