@@ -52,3 +52,7 @@ def test_bisect_names_the_slow_host(lab8: LabInfo, tmp_path: Path) -> None:
     junit = ET.parse(tmp_path / "bisect.xml").getroot()
     failed = [c.get("classname") for c in junit.iter("testcase") if c.find("failure") is not None]
     assert failed == ["allreduce.h5"] and junit.get("tests") == "8", ET.tostring(junit, encoding="unicode")
+    # the run's own report: the search, h5 named with its groups
+    assert f"report: {out / 'report.html'}" in run.stdout
+    page = (out / "report.html").read_text()
+    assert 'id="halving-search"' in page and "<b>h5</b> drags the collective down" in page

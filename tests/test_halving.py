@@ -124,3 +124,40 @@ def test_group_figure_from_time_and_rank_count() -> None:
     assert group_figure(rows, "s") == pytest.approx((16 << 20) / 338919.0 / 1e3 * 1.5)
     assert group_figure(rows[:1], "s") == 0.07  # no rank count: the printed figure
     assert group_figure(rows, "other") is None
+
+
+def test_report_shows_the_search_with_its_evidence(tmp_path) -> None:
+    """The run report of a search: the named node first, every group it was in, a node x round
+    grid, and names escaped (an inventory name is not markup)."""
+    import html as html_lib
+    import re
+
+    from benchharness.report.html import render_run_report
+    from benchharness.results.store import RunDir
+
+    s = simulate(8, {"h5"})
+    evil = "<script>x</script>"
+    doc = s.as_dict()
+    doc["hosts"] = [evil if h == "h8" else h for h in doc["hosts"]]
+    for r in doc["results"]:
+        r["members"] = [evil if m == "h8" else m for m in r["members"]]
+    run = RunDir.create(tmp_path / "run")
+    run.write_json("bisect.json", doc)
+    run.write_run_info({"run_id": "run", "kind": "bisect", "suite": {"name": "allreduce"}, "test": "allreduce",
+                        "hosts": doc["hosts"], "state": "complete",
+                        "verdicts": [v.__dict__ for v in s.verdicts(test="allreduce")]})
+    page = render_run_report(run).read_text()
+    assert evil not in page and html_lib.escape(evil) in page
+    section = page[page.index('id="halving-search"'):]
+    section = section[:section.index("</section>")]
+    assert "<b>h5</b> drags the collective down" in section
+    evidence = section[section.index("bisect-evidence"):section.index("</table>", section.index("bisect-evidence"))]
+    assert evidence.count("<tr>") - 1 == len(s.evidence("h5"))  # header row + one per group h5 was in
+    grid = section[section.index("bisect-grid"):]
+    rows = re.findall(r"<tr><td>(.*?)</td>(.*?)</tr>", grid[:grid.index("</table>")])
+    assert rows[0][0] == "<b>h5</b>" and len(rows) == 8  # the named node first, then every node
+    assert "pass" not in rows[0][1] and rows[0][1].count("MISS") == len(s.evidence("h5"))
+    cleared = {h for h in s.hosts if any(r.passed for r in s.evidence(h))}
+    shown_as = {html_lib.escape(evil): "h8"}  # the grid shows the escaped name of h8
+    assert cleared and all(("pass" in cells) == (shown_as.get(name, name) in cleared) for name, cells in rows[1:])
+    assert f"{s.rounds} round(s)" in section

@@ -146,6 +146,11 @@ def run_bisect(suite_ref: str, hosts_ref: str, overrides: Mapping[str, str], *, 
                             "verdicts": [v.__dict__ for v in search.verdicts(test=name)]})
     for line in search.lines():
         echo(line)
+    from benchharness.execution.execute import render_report
+
+    report = render_report(run_dir, echo)
+    if report:
+        echo(f"report: {report}")
     if junit:
         from benchharness.report.junit import write_junit
 

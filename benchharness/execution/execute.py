@@ -257,7 +257,7 @@ def _finish(session: Session, observers: list[Any], result: Any, runner: Any, is
         **({"isolation": iso.summary()} if iso else {}),
     })
     run_dir.write_run_info(info)
-    report = _render(run_dir, echo)
+    report = render_report(run_dir, echo)
     samples = sum(s.get("samples", 0) for s in last.values())
     echo(f"{info['steps']['ok']}/{total} steps ok, {len(failed)} failed, {samples} samples; "
          f"state {state}, exit code {code}")
@@ -332,7 +332,8 @@ def _columnar(run_dir: RunDir, echo: Callable[[str], None]) -> None:
         echo(f"warning: columnar copy of the samples not written ({exc}); `bench report` rebuilds it")
 
 
-def _render(run_dir: RunDir, echo: Callable[[str], None]) -> Path | None:
+def render_report(run_dir: RunDir, echo: Callable[[str], None]) -> Path | None:
+    """``report.html`` of the run, or None and a warning line (the measurements stay on disk)."""
     try:
         from benchharness.report.html import render_run_report
 
