@@ -19,11 +19,11 @@ import synthetic_hosts as sh
 
 from benchharness.config.inventory import load_inventory
 from benchharness.core.model import Host
-from benchharness.telemetry.host_checks import judge_sensor
 from benchharness.telemetry.parsers._counter_names import highlights
 from benchharness.telemetry.preflight import run_findings
 from benchharness.telemetry.rails import gpu_table, nic_gpu_relations, pci_relation, rails_from_facts
 from benchharness.telemetry.requirements import probe_tools_arg
+from benchharness.telemetry.temperature_checks import judge_sensor
 
 PROBE = Path(__file__).parents[1] / "benchharness" / "onhost" / "probe.py"
 KINDS = ("dgx", "mi300x")

@@ -15,7 +15,8 @@ from typing import Any
 from benchharness.core.model import Host, Rail
 from benchharness.core.values import as_list
 from benchharness.results.store import RunDir
-from benchharness.telemetry import host_checks
+from benchharness.telemetry import host_checks, temperature_checks
+from benchharness.telemetry.rail_facts import Finding
 from benchharness.telemetry.summary import is_probe_facts, pcie_text
 
 _SPEED_KEYS_GBPS = ("speed_gbps", "link_speed_gbps", "rate_gbps", "line_rate_gbps", "nic_line_rate_gbps")
@@ -213,7 +214,7 @@ def telemetry_warnings(run: RunDir, info: Mapping[str, Any] | None = None) -> li
                              "message": str(v.get("message", "")), "rail": v.get("rail"), "nic": v.get("nic")})
     for host, sensors in sensor_peaks(run).items():
         for name, peak in sensors.items():
-            finding = host_checks.judge_sensor(host, name, peak)
+            finding = temperature_checks.judge_sensor(host, name, peak)
             if finding.status in ("fail", "warn"):
                 warnings.append({"host": host, "kind": "thermal", "message": finding.message})
     seen_keys: set[tuple[Any, ...]] = set()
@@ -245,7 +246,7 @@ def _stored_hosts(run: RunDir, info: Mapping[str, Any]) -> list[tuple[Host, Mapp
     return out
 
 
-def _judge_stored_facts(run: RunDir, info: Mapping[str, Any]) -> list[host_checks.Finding]:
+def _judge_stored_facts(run: RunDir, info: Mapping[str, Any]) -> list[Finding]:
     """Findings over the run's stored probe facts, hosts and rails rebuilt from its inventory snapshot."""
     return [f for host, hf in _stored_hosts(run, info)
             for f in host_checks.judge(host, hf, required_tools=()) if f.check != "cpu_governor"]

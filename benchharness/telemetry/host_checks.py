@@ -4,7 +4,9 @@
 host as a whole), the NIC (RDMA device, netdev, PCI address, serial where known), the check, its
 status (fail / warn / info / pass), what was observed, what was expected, and a message with the
 evidence. ``bench doctor``, ``bench run``'s preflight (``telemetry/preflight.py``) and the report
-(``results/runview.py``) all use these results; none of them judges a host fact itself.
+(``results/runview.py``) all use these results; none of them judges a host fact itself. What it
+reads per rail and the ``Finding`` it returns live in ``rail_facts.py``; temperature limits and
+sensor kinds in ``temperature_checks.py``.
 
 Per rail: PCIe width/speed against the card's capability, the NIC's NUMA node against the rail's
 ``numa_node`` (and against its GPU's NUMA node), link state and speed, MTU, GID index, the
@@ -15,30 +17,20 @@ and ASIC temperatures, GPU <-> NIC PCIe relation. Per host: GPUs' PCIe links and
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from benchharness.core.model import Host, Rail, Verdict
+from benchharness.core.model import Host
 from benchharness.core.values import gpu_indices
 from benchharness.telemetry import requirements
 from benchharness.telemetry.link_ber import judge_ber
-from benchharness.telemetry.parsers.amd_gpu import parse_rocm_smi_temp
 from benchharness.telemetry.parsers.ethtool_module import parse_module
-from benchharness.telemetry.parsers.gpu import parse_amd_smi
+from benchharness.telemetry.rail_facts import Finding, RailFacts, available, carries, rail_facts
 from benchharness.telemetry.rails import RANK, gpu_table, nic_gpu_relations
+from benchharness.telemetry.temperature_checks import TEMPERATURE_LIMITS, amd_temperatures
 from benchharness.tools.base import version_tuple
 from benchharness.tools.mpi_launch import gpu_count
 
-#: (warn, fail) in °C. A NIC ASIC sensor with its own ``crit`` uses (crit - 10, crit) instead;
-#: ``host`` is any other sensor (CPU, board) the samplers read during a run.
-TEMPERATURE_LIMITS: dict[str, tuple[float, float]] = {
-    "module": (70.0, 80.0),
-    "nic": (95.0, 105.0),
-    "gpu": (83.0, 90.0),
-    "host": (85.0, 95.0),
-}
 #: Oldest versions the harness's command lines and parsers rely on (each tool's ``ToolFacts``).
 MIN_VERSIONS: dict[str, str] = requirements.min_versions()
 REQUIRED_TOOLS: tuple[str, ...] = requirements.required_tools()
@@ -47,80 +39,6 @@ GOOD_GPU_NIC = ("PIX", "PXB")
 _MEANING = {"PHB": "through the PCIe host bridge", "NODE": "across host bridges within a NUMA node",
             "SYS": "across the inter-socket link"}
 _GEN_GTS = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One judged host fact."""
-
-    host: str
-    rail: str | None
-    nic: str | None
-    check: str
-    status: str  # "fail" | "warn" | "info" | "pass"
-    observed: Any
-    expected: Any
-    message: str
-    value: float | None = None
-    limit: float | None = None
-
-    def verdict(self) -> Verdict:
-        """As a preflight verdict (``preflight.<check>``)."""
-        return Verdict(check=f"preflight.{self.check}", status=self.status, message=self.message,
-                       host=self.host, value=self.value, limit=self.limit, rail=self.rail)
-
-    def record(self) -> dict[str, Any]:
-        """The verdict's fields plus ``nic``, ``observed`` and ``expected`` (what preflight.json holds)."""
-        v = self.verdict()
-        return {"check": v.check, "status": v.status, "message": v.message, "host": v.host, "test": None,
-                "value": v.value, "limit": v.limit, "rail": v.rail, "nic": self.nic,
-                "observed": self.observed, "expected": self.expected}
-
-
-def _available(section: Any) -> bool:
-    return not (isinstance(section, Mapping) and section.get("available") is False)
-
-
-
-
-@dataclass
-class RailFacts:
-    """What the probe saw of one rail: its netdev record, RDMA device and port (any may be missing)."""
-
-    rail: Rail
-    nic: dict[str, Any] | None
-    rdma: dict[str, Any] | None
-    port: dict[str, Any] | None
-
-    @property
-    def label(self) -> str:
-        """``mlx5_5 (ibp5s0, 0000:a5:00.0, serial MT123)``: the NIC as a technician finds it."""
-        r, nic, dev = self.rail, self.nic or {}, self.rdma or {}
-        name = r.rdma_dev or r.netdev or nic.get("netdev") or "?"
-        extra = [x for x in (r.netdev if r.rdma_dev else None, nic.get("pci_address") or dev.get("pci_address")
-                             or r.pci_address) if x]
-        serial = r.serial or nic.get("serial")
-        if serial:
-            extra.append(f"serial {serial}")
-        return f"{name} ({', '.join(extra)})" if extra else str(name)
-
-
-def rail_facts(host: Host, facts: Mapping[str, Any]) -> list[RailFacts]:
-    """Each rail of ``host`` (``Host.nics()``) with the probe's records of its NIC."""
-    nics_section = facts.get("nics") or {}
-    nics = list(nics_section.get("devices") or []) if _available(nics_section) else []
-    by_netdev = {n.get("netdev"): n for n in nics}
-    rdma = facts.get("rdma") or {}
-    devices = {d.get("device"): d for d in rdma.get("devices") or []} if _available(rdma) else {}
-    out = []
-    for rail in host.nics():
-        nic = by_netdev.get(rail.netdev) if rail.netdev else None
-        if nic is None and rail.rdma_dev:
-            nic = next((n for n in nics if rail.rdma_dev in (n.get("rdma_devices") or [])), None)
-        dev = devices.get(rail.rdma_dev) if rail.rdma_dev else None
-        port = next((p for p in (dev or {}).get("ports", []) if p.get("port") == rail.rdma_port), None)
-        out.append(RailFacts(rail, nic, dev, port))
-    return out
 
 
 class HostJudge:
@@ -155,7 +73,7 @@ class HostJudge:
                      observed=None, expected=r.netdev)
         if r.rdma_dev and rf.port is None:
             rdma = self.facts.get("rdma") or {}
-            found = ", ".join(str(d.get("device")) for d in rdma.get("devices") or []) if _available(rdma) else None
+            found = ", ".join(str(d.get("device")) for d in rdma.get("devices") or []) if available(rdma) else None
             self.add(rf, "link_state", "fail", f"RDMA device {r.rdma_dev} port {r.rdma_port} not found "
                      f"({('found: ' + found) if found else rdma.get('reason') or 'found: none'})",
                      observed=None, expected=f"{r.rdma_dev}/{r.rdma_port}")
@@ -164,13 +82,13 @@ class HostJudge:
     def pcie(self, rf: RailFacts) -> None:
         nic = rf.nic or {}
         link = nic.get("pcie") if nic else (rf.rdma or {}).get("pcie")
-        if not _available(link) or not link:
+        if not available(link) or not link:
             lspci = nic.get("lspci") or {}
-            if _available(lspci) and lspci.get("lnksta"):
+            if available(lspci) and lspci.get("lnksta"):
                 cur, cap = lspci["lnksta"], lspci["lnkcap"]
                 link = {"current_speed_gts": cur.get("speed_gts"), "current_width": cur.get("width"),
                         "max_speed_gts": cap.get("speed_gts"), "max_width": cap.get("width")}
-            elif (rf.rdma or {}).get("pcie") and _available(rf.rdma["pcie"]):  # type: ignore[index]
+            elif (rf.rdma or {}).get("pcie") and available(rf.rdma["pcie"]):  # type: ignore[index]
                 link = rf.rdma["pcie"]  # type: ignore[index]
             else:
                 if not nic.get("virtual"):
@@ -328,7 +246,7 @@ class HostJudge:
         ml = (rf.rdma or {}).get("mlxlink")
         if not ml:
             return  # not an mlx5 NIC, or no mlxlink on the host: nothing to say per rail
-        if not _available(ml):
+        if not available(ml):
             self.add(rf, "link_ber", "info", f"BER not read: {ml.get('reason')}")
             return
         got = judge_ber(str(ml.get("raw") or ""))
@@ -337,7 +255,7 @@ class HostJudge:
     def nic_temperatures(self, rf: RailFacts) -> None:
         nic = rf.nic or {}
         module = nic.get("module") or {}
-        if _available(module) and module.get("temperature_c") is not None:
+        if available(module) and module.get("temperature_c") is not None:
             warn, fail = self.limits["module"]
             parsed = parse_module(module["raw"]) if module.get("raw") else {}
             if parsed.get("temperature_high_warning_c"):
@@ -406,7 +324,7 @@ class HostJudge:
                 self.temperature(None, f"GPU{dev.get('index')}", _float(dev.get("temperature.gpu")), warn, fail)
             return
         for dev in gpus.get("pci") or []:
-            if _available(dev.get("pcie")):
+            if available(dev.get("pcie")):
                 self.pcie_verdict(None, f"GPU {dev['pci_address']}", dev["pcie"], speed_is_idle=True)
         if gpus.get("vendor") == "amd":
             for gpu, what, value in amd_temperatures(gpus):
@@ -500,89 +418,6 @@ def judge(host: Host, facts: Mapping[str, Any], *, limits: Mapping[str, tuple[fl
     """Every finding about one host's probe document (``probe.py`` output)."""
     return HostJudge(host, facts, limits).run(REQUIRED_TOOLS if required_tools is None else required_tools,
                                               min_versions or MIN_VERSIONS)
-
-
-def amd_temperatures(gpus: Mapping[str, Any]) -> list[tuple[int | None, str, float]]:
-    """(GPU index, sensor, °C) from ``amd-smi metric --json`` (hotspot, else edge) or ``rocm-smi --showtemp``
-    (junction, else edge)."""
-    out: list[tuple[int | None, str, float]] = []
-    if gpus.get("metric_json"):
-        try:
-            for g in parse_amd_smi(str(gpus["metric_json"])):
-                if g.get("temperature_c") is not None:
-                    out.append((g.get("index"), "hotspot", float(g["temperature_c"])))
-        except ValueError:
-            pass
-    if not out and gpus.get("rocm_smi_temp"):
-        by_gpu: dict[int | None, dict[str, float]] = {}
-        for rec in parse_rocm_smi_temp(str(gpus["rocm_smi_temp"])):
-            by_gpu.setdefault(rec["gpu"], {})[rec["sensor"]] = rec["temperature_c"]
-        for gpu, sensors in by_gpu.items():
-            name = next((s for s in ("junction", "edge", "memory") if s in sensors), next(iter(sensors)))
-            out.append((gpu, name, sensors[name]))
-    return out
-
-
-def sensor_kind(name: str) -> str:
-    """Which limit a sampler sensor (``hwmon/hwmon3/mlx5/asic``, ``thermal/...``) is judged by."""
-    low = name.lower()
-    if any(k in low for k in ("amdgpu", "nvidia", "gpu")):
-        return "gpu"
-    if any(k in low for k in ("sfp", "qsfp", "module", "transceiver")):
-        return "module"
-    if any(k in low for k in ("mlx", "bnxt", "ionic", "ice", "irdma", "nic")):
-        return "nic"
-    return "host"
-
-
-def judge_sensor(host: str, name: str, peak: float,
-                 limits: Mapping[str, tuple[float, float]] | None = None) -> Finding:
-    """The hottest reading of one sensor during a run, against its kind's (warn, fail) limits."""
-    kind = sensor_kind(name)
-    warn, fail = dict(TEMPERATURE_LIMITS, **(limits or {}))[kind]
-    status = "fail" if peak >= fail else "warn" if peak >= warn else "pass"
-    return Finding(host, None, None, "temperature", status, peak, warn,
-                   f"{name} reached {peak:.0f} °C during the run ({kind}: warn {warn:g}, fail {fail:g})",
-                   peak, fail if status == "fail" else warn)
-
-
-def rail_mtus(rails_by_host: Mapping[str, Sequence[RailFacts]]) -> list[Finding]:
-    """One finding: every rail netdev of every host has the same MTU (a smaller one caps RoCE's path MTU)."""
-    mtus: dict[str, Any] = {}
-    for host, rails in rails_by_host.items():
-        for rf in rails:
-            if rf.nic is not None and rf.rail.netdev:
-                mtus[f"{host}/{rf.rail.netdev}"] = rf.nic.get("mtu")
-    if len(mtus) < 2:
-        return []
-    values = sorted({m for m in mtus.values() if m is not None})
-    if len(values) <= 1:
-        common = values[0] if values else None
-        return [Finding("", None, None, "mtu_rails", "pass", common, common,
-                        f"{len(mtus)} rails, MTU {common if common is not None else '?'}")]
-    common = max(values, key=lambda v: sum(1 for m in mtus.values() if m == v))
-    odd = ", ".join(f"{k} {m}" for k, m in mtus.items() if m != common)
-    return [Finding("", None, None, "mtu_rails", "fail", min(values), common,
-                    f"rail MTUs differ: most are {common}, but {odd}", float(min(values)), float(common))]
-
-
-def carries(gid: object, address: str | None) -> bool:
-    """True when ``gid`` is the IPv4-mapped form of ``address`` (any IPv4 GID when no address is known)."""
-    try:
-        ip = ipaddress.IPv6Address(str(gid))
-    except ValueError:
-        return False
-    if ip.ipv4_mapped is None:
-        return address is not None and ip == _v6(address)
-    return address is None or str(ip.ipv4_mapped) == address
-
-
-def _v6(address: str) -> ipaddress.IPv6Address | None:
-    try:
-        ip = ipaddress.ip_address(address)
-    except ValueError:
-        return None
-    return ip if isinstance(ip, ipaddress.IPv6Address) else None
 
 
 def _float(value: Any) -> float | None:

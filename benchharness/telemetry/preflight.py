@@ -14,18 +14,10 @@ from typing import Any
 
 from benchharness.core.model import Host, Verdict
 from benchharness.telemetry.fabric_checks import acs_verdicts, qos_verdicts
-from benchharness.telemetry.host_checks import (
-    GOOD_GPU_NIC,
-    MIN_VERSIONS,
-    REQUIRED_TOOLS,
-    TEMPERATURE_LIMITS,
-    Finding,
-    HostJudge,
-    RailFacts,
-    rail_mtus,
-)
+from benchharness.telemetry.host_checks import MIN_VERSIONS, REQUIRED_TOOLS, HostJudge
+from benchharness.telemetry.rail_facts import Finding, RailFacts, rail_mtus
 
-__all__ = ["GOOD_GPU_NIC", "MIN_VERSIONS", "REQUIRED_TOOLS", "TEMPERATURE_LIMITS", "run_checks", "run_findings"]
+__all__ = ["run_checks", "run_findings"]
 
 
 def run_findings(facts_by_host: Mapping[str, Mapping[str, Any]], hosts: Sequence[Host],
