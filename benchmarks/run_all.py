@@ -5,7 +5,7 @@
     sudo .venv/bin/python benchmarks/run_all.py --quick    # shorter runs, same goals
     sudo .venv/bin/python benchmarks/run_all.py --only startup,report
 
-Each benchmark is its own script (fidelity, overhead, fanout, report, trend, startup, plan_4096, controller_scale) and
+Each benchmark is its own script (fidelity, overhead, fanout, report, trend, startup, plan_4096, controller_scale, torch_shaped_ratio) and
 prints one ``RESULT {json}`` line per goal; this script runs them one after the other (never in
 parallel: they would disturb each other), prints the table, writes every figure to
 ``--json FILE`` if asked, and exits 1 when a goal is missed. Lab benchmarks need root.
@@ -33,6 +33,7 @@ SCRIPTS: dict[str, tuple[list[str], list[str]]] = {
     "plan_4096": ([], []),
     "incast_start": ([], ["--hosts", "5"]),
     "controller_scale": ([], ["--sizes", "64,256"]),
+    "torch_shaped_ratio": ([], ["--reps", "1"]),
 }
 
 
