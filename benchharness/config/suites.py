@@ -48,16 +48,19 @@ CORE_SETTINGS = tuple(SETTING_DEFAULTS)
 #: Optional settings of bad-link isolation (see ``benchharness.planning.isolation``); no defaults are
 #: filled in: isolation reads ``settings.get(key, default)``.
 ISOLATION_SETTINGS = ("isolate", "isolation_bw_share", "isolation_lat_factor")
-#: Optional settings without a default: isolation's, and ``counters_interval`` (seconds between the
-#: sampler's counter snapshots within a step, ``telemetry/series.py``; unset or 0: start and end only).
-OPTIONAL_SETTINGS = (*ISOLATION_SETTINGS, "counters_interval")
+#: Optional settings without a default: isolation's, ``counters_interval`` (seconds between the
+#: sampler's counter snapshots within a step, ``telemetry/series.py``; unset or 0: start and end only)
+#: and ``module_interval`` (seconds between its transceiver reads, ``telemetry/module_step.py``;
+#: unset: ``telemetry.hooks.MODULE_INTERVAL``, 0: off).
+OPTIONAL_SETTINGS = (*ISOLATION_SETTINGS, "counters_interval", "module_interval")
 #: Optional settings of the runner: ``max_connections`` bounds how many hosts the controller
 #: connects to, probes or reads clocks of at once (default ``execution.runner.MAX_CONNECTIONS``).
 RUNNER_SETTINGS = ("max_connections",)
 #: The largest ``max_connections`` accepted (each is a thread and a socket on the controller).
 MAX_CONNECTIONS_LIMIT = 1024
 #: Settings that belong to the planner and never flow into tool parameters.
-_PLANNER_SETTINGS = {"repeat", "base_port", "telemetry", "telemetry_interval", "preflight", "counters_interval"}
+_PLANNER_SETTINGS = {"repeat", "base_port", "telemetry", "telemetry_interval", "preflight", "counters_interval",
+                     "module_interval"}
 TOP_KEYS = ("description", "settings", "tests", "verdicts")
 TEST_KEYS = ("name", "tool", "hosts", "pattern", "pairs", "sweep", "repeat", "params", "checks", "rails",
              "health", "requires", "path_spread", "stragglers")
@@ -508,11 +511,12 @@ def _check_settings(check: _Checker, settings: dict[str, Any], lines: Mapping[st
         check.fail(f"settings: telemetry_interval must be seconds between 0.05 and 60, not {interval!r}",
                    lines.get("telemetry_interval"))
     _check_isolation(check, settings, lines)
-    every = settings.get("counters_interval")
-    if "counters_interval" in settings and (isinstance(every, bool) or not isinstance(every, int | float)
-                                            or not (every == 0 or 1 <= every <= 3600)):
-        check.fail(f"settings: counters_interval must be 0 (off) or seconds between 1 and 3600, not {every!r}",
-                   lines.get("counters_interval"))
+    for key in ("counters_interval", "module_interval"):
+        every = settings.get(key)
+        if key in settings and (isinstance(every, bool) or not isinstance(every, int | float)
+                                or not (every == 0 or 1 <= every <= 3600)):
+            check.fail(f"settings: {key} must be 0 (off) or seconds between 1 and 3600, not {every!r}",
+                       lines.get(key))
     if "max_connections" in settings:
         check.count(settings["max_connections"], "settings: max_connections", lines.get("max_connections"),
                     1, MAX_CONNECTIONS_LIMIT)

@@ -28,7 +28,7 @@ import socket
 import subprocess
 import sys
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Set
 
 NET_FIELDS = ["rx_bytes", "tx_bytes", "rx_packets", "tx_packets", "rx_errors", "tx_errors",
               "rx_dropped", "tx_dropped"]
@@ -243,6 +243,30 @@ def gpu_raw(vendor: str, which: int) -> Dict[str, Any]:
     return out
 
 
+def module_raw(root: str, netdevs: List[str], skip: Set[str]) -> Dict[str, Any]:
+    """Each netdev's ``ethtool -m`` text (transceiver diagnostics: its temperature), ``{netdev: {"text"}}``
+    or ``{netdev: {"error"}}``. A netdev that fails once (no module, a DAC without diagnostics, a
+    veth) joins ``skip`` and is not asked again; another root than / has no transceivers to ask."""
+    exe = shutil.which("ethtool") if os.path.abspath(root) == "/" else None
+    out = {}  # type: Dict[str, Any]
+    for nd in netdevs:
+        if nd in skip or not exe:
+            continue
+        try:
+            proc = subprocess.run([exe, "-m", nd], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  universal_newlines=True, timeout=5)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            skip.add(nd)
+            out[nd] = {"error": str(exc)[:200]}
+            continue
+        if proc.returncode != 0:
+            skip.add(nd)
+            out[nd] = {"error": (proc.stderr.strip() or proc.stdout.strip())[-200:] or f"exit {proc.returncode}"}
+        else:
+            out[nd] = {"text": proc.stdout}
+    return out
+
+
 TCP_FIELDS = ("RetransSegs", "OutSegs", "InSegs", "InErrs")
 
 
@@ -323,6 +347,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="stop cleanly when standard input closes (how the harness ends a step)")
     parser.add_argument("--gpu", choices=sorted(GPU_COMMANDS), default=None,
                         help="also read the GPUs' temperatures and clock throttle state with the vendor's tool")
+    parser.add_argument("--module-every", type=float, default=0.0,
+                        help="also read each netdev's transceiver (ethtool -m) every N seconds (0: never)")
     parser.add_argument("--path-prefix", action="append", default=[],
                         help="directory searched first for commands (stand-in nvidia-smi, amd-smi ...)")
     args = parser.parse_args(argv)
@@ -354,6 +380,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     prev = reading(src, args.netdev)
     lines = 0
     last_counters = prev["t"]
+    last_modules = float("-inf")
+    no_module = set()  # type: Set[str]
     try:
         while not state["stop"]:
             state["sleeping"] = True
@@ -363,6 +391,11 @@ def main(argv: Optional[List[str]] = None) -> int:
             line = sample_line(src, args.netdev, prev, now)
             if args.gpu:
                 line["gpu_raw"] = gpu_raw(args.gpu, 0)
+            if args.module_every and time.monotonic() - last_modules >= args.module_every - 1e-3:
+                modules = module_raw(args.root, args.netdev, no_module)
+                if modules:
+                    line["module_raw"] = modules
+                last_modules = time.monotonic()
             sys.stdout.write(json.dumps(line, sort_keys=True) + "\n")
             sys.stdout.flush()
             prev, lines = now, lines + 1

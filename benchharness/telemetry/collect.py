@@ -22,6 +22,7 @@ from benchharness.telemetry import requirements
 from benchharness.telemetry.counters import delta
 from benchharness.telemetry.gpu_step import fold_temperatures, sampler_gpu_vendor, throttle_record
 from benchharness.telemetry.health import snapshot_seconds, step_context
+from benchharness.telemetry.module_step import fold_module_temperatures
 from benchharness.telemetry.series import write_series
 from benchharness.transport import Process, Transport
 
@@ -115,19 +116,23 @@ def step_pairs(steps: Sequence[Step]) -> list[tuple[str, str]]:
     return sorted(pairs)
 
 
-def sampler_argv(host: Host, path: str, interval: float, counters_every: float = 0.0) -> list[str]:
+def sampler_argv(host: Host, path: str, interval: float, counters_every: float = 0.0,
+                 module_every: float = 0.0) -> list[str]:
     """The sampler's command line, watching every rail of ``host`` (its netdevs and RDMA ports);
-    ``counters_every``: a counter snapshot every N seconds too (``telemetry/series.py``)."""
+    ``counters_every``: a counter snapshot every N seconds too (``telemetry/series.py``);
+    ``module_every``: the transceivers' ``ethtool -m`` every N seconds (``telemetry/module_step.py``)."""
     argv = [host_python(host), path, "--interval", str(interval), "--edge-snapshots", "--stop-on-eof"]
     if counters_every > 0:
         argv += ["--counters-every", f"{counters_every:g}"]
+    if module_every > 0:
+        argv += ["--module-every", f"{module_every:g}"]
     if host.var("telemetry_root"):
         argv += ["--root", str(host.var("telemetry_root"))]
     vendor = sampler_gpu_vendor(host)
     if vendor:
         argv += ["--gpu", vendor]
-        for d in as_list(host.var("telemetry_path")):
-            argv += ["--path-prefix", str(d)]
+    for d in as_list(host.var("telemetry_path")):  # stand-in nvidia-smi, ethtool ... first on PATH
+        argv += ["--path-prefix", str(d)]
     rails = host.nics()
     for netdev in dict.fromkeys(r.netdev for r in rails if r.netdev):
         argv += ["--netdev", str(netdev)]
@@ -164,7 +169,7 @@ def split_sampler_output(text: str) -> tuple[list[dict[str, Any]], dict[str, dic
             snaps[item.get("phase", "?")] = {k: int(v) for k, v in (item.get("counters") or {}).items()}
         else:
             lines.append(item)
-    return fold_temperatures(lines), snaps
+    return fold_module_temperatures(fold_temperatures(lines)), snaps
 
 
 def sampler_gpu_edges(text: str) -> dict[str, Any]:
@@ -188,9 +193,11 @@ def _sampler_items(text: str) -> list[dict[str, Any]]:
 class TelemetryObserver:
     """Runner observer: facts + preflight at the start, a sampler on every host of every step."""
 
-    def __init__(self, interval: float = 1.0, per_step: bool = True, counters_every: float = 0.0) -> None:
+    def __init__(self, interval: float = 1.0, per_step: bool = True, counters_every: float = 0.0,
+                 module_every: float = 0.0) -> None:
         self.interval = interval
         self.counters_every = counters_every
+        self.module_every = module_every
         self.per_step = per_step
         self.facts: dict[str, dict[str, Any]] = {}
         self.preflight: list[Verdict] = []
@@ -232,7 +239,7 @@ class TelemetryObserver:
                 continue
             # The sampler ends by itself with the step's other host-side processes: it must not
             # outlive a step whose controller lost the host (stdin then never closes).
-            proc = runner.transport(host).start(sampler_argv(host, path, self.interval, self.counters_every), stdin=True,
+            proc = runner.transport(host).start(sampler_argv(host, path, self.interval, self.counters_every, self.module_every), stdin=True,
                                                 limit_s=runner.step_limit_s(step) + SAMPLER_GRACE_S)
             runner.track(proc)
             started.append((host, proc))

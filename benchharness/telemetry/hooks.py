@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+#: Seconds between the samplers' transceiver reads (``ethtool -m``) when a suite does not say.
+MODULE_INTERVAL = 10.0
+
 
 def observers_for(suite: Any, overrides: Mapping[str, str]) -> list[Any]:
     """Observers for a run of ``suite``: telemetry unless ``telemetry: off``."""
@@ -16,4 +19,5 @@ def observers_for(suite: Any, overrides: Mapping[str, str]) -> list[Any]:
 
     return [TelemetryObserver(interval=float(settings.get("telemetry_interval", 1.0)),
                               per_step=mode == "on",
-                              counters_every=float(settings.get("counters_interval") or 0.0))]
+                              counters_every=float(settings.get("counters_interval") or 0.0),
+                              module_every=float(settings.get("module_interval", MODULE_INTERVAL) or 0.0))]
