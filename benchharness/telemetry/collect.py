@@ -20,9 +20,9 @@ from benchharness.core.naming import safe_name
 from benchharness.core.values import as_list
 from benchharness.telemetry import requirements
 from benchharness.telemetry.counters import delta
-from benchharness.telemetry.gpu_step import fold_temperatures, sampler_gpu_vendor, throttle_record
+from benchharness.telemetry.gpu_step import interval_temperatures, sampler_gpu_vendor, throttle_record
 from benchharness.telemetry.health import snapshot_seconds, step_context
-from benchharness.telemetry.module_step import fold_module_temperatures
+from benchharness.telemetry.module_step import module_temperatures
 from benchharness.telemetry.series import write_series
 from benchharness.transport import Process, Transport
 
@@ -169,7 +169,21 @@ def split_sampler_output(text: str) -> tuple[list[dict[str, Any]], dict[str, dic
             snaps[item.get("phase", "?")] = {k: int(v) for k, v in (item.get("counters") or {}).items()}
         else:
             lines.append(item)
-    return fold_module_temperatures(fold_temperatures(lines)), snaps
+    return fold_sensors(lines), snaps
+
+
+#: Raw tool text a sample line may carry -> its parser into sensors (°C), run on the controller.
+RAW_SENSORS = (("gpu_raw", interval_temperatures), ("module_raw", module_temperatures))
+
+
+def fold_sensors(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The sample lines with each raw tool text (``RAW_SENSORS``) parsed into ``temps`` and dropped."""
+    for line in lines:
+        for key, parse in RAW_SENSORS:
+            raw = line.pop(key, None)
+            if raw is not None:
+                line["temps"] = {**(line.get("temps") or {}), **parse(raw)}
+    return lines
 
 
 def sampler_gpu_edges(text: str) -> dict[str, Any]:

@@ -61,15 +61,6 @@ def interval_temperatures(raw: Any) -> dict[str, float]:
     return out
 
 
-def fold_temperatures(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The sample lines with each ``gpu_raw`` parsed into ``temps`` (and dropped)."""
-    for line in lines:
-        raw = line.pop("gpu_raw", None)
-        if raw is not None:
-            line["temps"] = {**(line.get("temps") or {}), **interval_temperatures(raw)}
-    return lines
-
-
 def _parse_throttle(raw: Mapping[str, Any]) -> list[dict[str, Any]]:
     text = str(raw.get("text") or "")
     return parse_performance(text) if _tool(raw) == "nvidia-smi" else parse_amd_throttle(text)

@@ -4,9 +4,9 @@ With ``module_interval: N`` (suite settings; default 10 s, 0 turns it off) the s
 rail netdev's transceiver every N seconds (``onhost/sampler.py --module-every``) and keeps the text
 raw. It is parsed here, on the controller, by the parser the probe's output uses
 (``parsers/ethtool_module.py``): each module temperature becomes a sensor
-``<netdev>/ethtool-m/module`` beside the NIC's and the GPUs' in the sample line, so the heat limits
-(``temp_peak_c``, ``temp_slope_c_per_min``) and the report judge and draw it as any other sensor,
-of kind ``module`` (``temperature_checks.sensor_kind``).
+``<netdev>/ethtool-m/module`` beside the NIC's and the GPUs' in the sample line
+(``collect.fold_sensors``), so the heat limits (``temp_peak_c``, ``temp_slope_c_per_min``) and the
+report judge and draw it as any other sensor, of kind ``module`` (``temperature_checks.sensor_kind``).
 """
 
 from __future__ import annotations
@@ -32,11 +32,3 @@ def module_temperatures(raw: Any) -> dict[str, float]:
             out[SENSOR.format(netdev=netdev)] = float(temp)
     return out
 
-
-def fold_module_temperatures(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The sample lines with each ``module_raw`` parsed into ``temps`` (and dropped)."""
-    for line in lines:
-        raw = line.pop("module_raw", None)
-        if raw is not None:
-            line["temps"] = {**(line.get("temps") or {}), **module_temperatures(raw)}
-    return lines
