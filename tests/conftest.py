@@ -13,6 +13,8 @@ import re
 import secrets
 import shutil
 import string
+import subprocess
+import sys
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -95,6 +97,21 @@ def lab_maker() -> Callable[..., contextlib.AbstractContextManager[LabInfo]]:
     """``make_lab`` as a fixture, for tests that prefer not to import from conftest."""
     _need_root()
     return make_lab
+
+
+def run_with_host_vars(info: LabInfo, tmp: Path, suite: Path, host_vars: Mapping[str, str],
+                       timeout: float = 300) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """``bench run suite=SUITE`` on lab ``info`` with ``host_vars`` (``{"h2": "gpus=1 ..."}``) added to
+    those hosts' inventory lines; (the run directory, the finished process)."""
+    text = info.inventory.read_text()
+    for name, extra in host_vars.items():
+        text, found = re.subn(rf"^({name} ansible_host=\S+)", lambda m, extra=extra: f"{m.group(1)} {extra}", text, flags=re.M)
+        assert found == 1, (name, text)
+    inv, out = tmp / "inventory.ini", tmp / "run"
+    inv.write_text(text)
+    res = subprocess.run([sys.executable, "-m", "benchharness", "run", f"suite={suite}", f"hosts={inv}",
+                          f"out={out}"], capture_output=True, text=True, timeout=timeout)
+    return out, res
 
 
 @pytest.fixture(scope="session")

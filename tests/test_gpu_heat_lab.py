@@ -11,12 +11,10 @@ Real sshd in namespaces, real iperf3, the real `bench` command and sampler."""
 
 from __future__ import annotations
 
-import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import run_with_host_vars
 
 from benchharness.results.store import RunDir
 
@@ -56,16 +54,8 @@ esac
 
 def test_a_heating_throttled_gpu_fails_its_host_and_the_cool_one_passes(lab_maker, tmp_path: Path) -> None:
     tools = {"h1": stand_in(tmp_path / "h1", 50, 0, False), "h2": stand_in(tmp_path / "h2", 80, 4, True)}
-    out = tmp_path / "run"
     with lab_maker("gh1", 2) as info:
-        inv = tmp_path / "inventory.ini"
-        text = info.inventory.read_text()
-        for name, bin_dir in tools.items():
-            text = re.sub(rf"^({name} ansible_host=\S+)", rf"\1 gpus=1 telemetry_path={bin_dir}", text, flags=re.M)
-        assert text.count("telemetry_path=") == 2, text
-        inv.write_text(text)
-        res = subprocess.run([sys.executable, "-m", "benchharness", "run", f"suite={SUITE}", f"hosts={inv}",
-                              f"out={out}"], capture_output=True, text=True, timeout=300)
+        out, res = run_with_host_vars(info, tmp_path, SUITE, {h: f"gpus=1 telemetry_path={d}" for h, d in tools.items()})
     verdicts = RunDir(out).run_info()["verdicts"]
     got = {(v["check"], v["host"]): v for v in verdicts if v["check"].startswith("health: ")}
     status = {k: v["status"] for k, v in got.items()}

@@ -10,12 +10,10 @@ Real sshd in namespaces, real iperf3, the real `bench` command and sampler."""
 
 from __future__ import annotations
 
-import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import run_with_host_vars
 
 from benchharness.results.store import RunDir
 
@@ -53,16 +51,8 @@ exit 0
 
 def test_a_heating_transceiver_fails_its_host_and_the_cool_one_passes(lab_maker, tmp_path: Path) -> None:
     tools = {"h1": stand_in(tmp_path / "h1", 57.09, 0), "h2": stand_in(tmp_path / "h2", 66, 4)}
-    out = tmp_path / "run"
     with lab_maker("mh1", 2) as info:
-        inv = tmp_path / "inventory.ini"
-        text = info.inventory.read_text()
-        for name, bin_dir in tools.items():
-            text = re.sub(rf"^({name} ansible_host=\S+)", rf"\1 telemetry_path={bin_dir}", text, flags=re.M)
-        assert text.count("telemetry_path=") == 2, text
-        inv.write_text(text)
-        res = subprocess.run([sys.executable, "-m", "benchharness", "run", f"suite={SUITE}", f"hosts={inv}",
-                              f"out={out}"], capture_output=True, text=True, timeout=300)
+        out, res = run_with_host_vars(info, tmp_path, SUITE, {h: f"telemetry_path={d}" for h, d in tools.items()})
     verdicts = RunDir(out).run_info()["verdicts"]
     got = {(v["check"], v["host"]): v for v in verdicts if v["check"].startswith("health: temperature")}
     status = {k: v["status"] for k, v in got.items()}

@@ -6,6 +6,7 @@ The real sampler runs here on this machine; its PATH starts with the stand-in's 
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
@@ -52,7 +53,7 @@ def test_sampler_reads_transceivers_every_n_seconds_and_skips_a_port_without_one
     # the first interval, then about once a second (lines every 0.25 s): reads never 0.6 s apart or less
     assert read[0] == 0 and 2 <= len(read) < len(raw_lines), read
     stamps = [line["ts"] for line in raw_lines]
-    assert all(stamps[b] - stamps[a] > 0.6 for a, b in zip(read, read[1:])), [stamps[i] for i in read]
+    assert all(stamps[b] - stamps[a] > 0.6 for a, b in itertools.pairwise(read)), [stamps[i] for i in read]
     assert raw_lines[0]["module_raw"]["bad0"]["error"].startswith("netlink error: Operation not supported")
     assert all("bad0" not in raw_lines[i]["module_raw"] for i in read[1:])  # asked once, then left alone
     assert (tmp_path / "bad.calls").read_text().count("x") == 1

@@ -3,21 +3,15 @@
 The CPU benchmark (``mpi_allreduce.py``) and the torch sweep (``torch_dist.py``) write the document
 nccl-tests 2.19 writes (src/util.cu: ``version`` 4, ``config.devices``, ``results`` with
 ``*_per_iter`` blocks), so one reader (``tools/nccl_json.py``) and one straggler analysis
-(``tools/nccl_iter.py``) serve all three. The markers are the lines between which a document
-travels home on a step's stdout. Standalone (stdlib only): it is copied to the hosts beside the
-programs that import it.
+(``tools/nccl_iter.py``, whose wrapper carries the file home on stdout) serve all three.
+Standalone (stdlib only): it is copied to the hosts beside the programs that import it.
 """
 
 from __future__ import annotations
 
-import json
-import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, TextIO
-
-BEGIN = "# benchharness per-iteration json begin"
-END = "# benchharness per-iteration json end"
 
 
 def iter_stats(times: Sequence[float]) -> dict[str, float]:
@@ -75,10 +69,3 @@ def open_new(path: str) -> TextIO:
             continue
     raise FileExistsError(path)
 
-
-def emit_between_markers(doc: dict[str, Any], out: Callable[[str], None] | None = None) -> None:
-    """Print ``doc`` on stdout between :data:`BEGIN` and :data:`END` (``tools/nccl_iter.split``)."""
-    write = out or (lambda s: print(s, flush=True, file=sys.stdout))
-    write(f"\n{BEGIN}")
-    write(json.dumps(doc))
-    write(END)

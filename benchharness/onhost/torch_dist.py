@@ -13,9 +13,9 @@ f = 2(n-1)/n for all_reduce, (n-1)/n for all_gather, reduce_scatter and alltoall
 and sendrecv. Results are checked after timing (``#wrong``).
 
 ``-I 1`` times every iteration on every rank, each after a barrier (as nccl-tests 2.19 with
-``-z 1``, so a rank's time says when it finished), and rank 0 prints nccl-tests' JSON document
-with the per-process times after the table, between ``iter_json``'s markers: the step's
-straggler analysis (tools/nccl_iter.py) reads it as it reads nccl-tests'.
+``-z 1``, so a rank's time says when it finished), and with ``-J FILE`` rank 0 writes nccl-tests'
+JSON document with the per-process times (``iter_json.py``), never overwriting a file: the same
+wrapper carries it home and the same straggler analysis reads it (tools/nccl_iter.py).
 Standalone: stdlib, torch, and ``iter_json.py`` beside it.
 """
 
@@ -23,6 +23,7 @@ Standalone: stdlib, torch, and ``iter_json.py`` beside it.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import socket
@@ -238,6 +239,7 @@ def sweep(argv: list[str]) -> int:
     p.add_argument("-w", "--warmup_iters", type=int, default=5)
     p.add_argument("-c", "--check", type=int, default=1)
     p.add_argument("-I", "--per_iter_timing", type=int, default=0, choices=(0, 1))
+    p.add_argument("-J", "--output_file", default=None)
     p.add_argument("--op", default="all_reduce", choices=OPS)
     p.add_argument("--backend", default="auto", choices=("auto", "nccl", "gloo"))
     p.add_argument("--numa-nodes", default="", help="NUMA node of each local rank (0,0,1,1): bind to its CPUs")
@@ -329,8 +331,9 @@ def sweep(argv: list[str]) -> int:
     avg = sum(busbws) / len(busbws) if busbws else 0.0
     emit("# Avg bus bandwidth    : %g " % avg)
     emit("#")
-    if per_iter and rank == 0:
-        iter_json.emit_between_markers(iter_json.finish(doc, errors, avg))
+    if a.output_file and rank == 0:
+        with iter_json.open_new(a.output_file) as fh:
+            json.dump(iter_json.finish(doc, errors, avg), fh)
     dist.destroy_process_group()
     return 1 if errors else 0
 

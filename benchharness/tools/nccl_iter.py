@@ -23,15 +23,16 @@ from typing import Any
 
 from benchharness.core.errors import ToolFailure
 from benchharness.core.model import Host, Record
-from benchharness.onhost.iter_json import BEGIN, END
 from benchharness.tools.nccl_json import IterationRows, iterations, load, process_ranks
 
 #: nccl-tests' first version with ``-I`` (per-iteration timing; ``-J`` came in 2.17).
 MIN_VERSION = "2.19"
+BEGIN = "# benchharness per-iteration json begin"
+END = "# benchharness per-iteration json end"
 #: ``sh -c WRAPPER bench-iter PROGRAM ARGS...``: rank 0 (Open MPI's OMPI_COMM_WORLD_RANK, Slurm's
-#: SLURM_PROCID) runs PROGRAM with ``-J DIR/iterations.json``, forwards a stop to it, prints the
+#: SLURM_PROCID, torchrun's RANK) runs PROGRAM with ``-J DIR/iterations.json``, forwards a stop to it, prints the
 #: document between the markers and removes the directory; other ranks become PROGRAM.
-WRAPPER = ('r="${OMPI_COMM_WORLD_RANK:-${SLURM_PROCID:-0}}"; [ "$r" = 0 ] || exec "$@"; '
+WRAPPER = ('r="${OMPI_COMM_WORLD_RANK:-${SLURM_PROCID:-${RANK:-0}}}"; [ "$r" = 0 ] || exec "$@"; '
            'd=$(mktemp -d) || exec "$@"; "$@" -J "$d/iterations.json" & p=$!; '
            "trap 'kill -TERM \"$p\" 2>/dev/null' TERM INT HUP; "
            'wait "$p"; rc=$?; if kill -0 "$p" 2>/dev/null; then wait "$p"; rc=$?; fi; '

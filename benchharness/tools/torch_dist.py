@@ -129,8 +129,10 @@ def python_of(host: Host, p: Mapping[str, Any]) -> str:
 
 
 def launch_commands(step: Step, p: Mapping[str, Any], program: Sequence[str], launcher: str,
-                    uploads: tuple[tuple[str, str], ...]) -> list[Command]:
-    """Commands that start ``program`` (a script path and its arguments) as ranks on every step host."""
+                    uploads: tuple[tuple[str, str], ...], per_iteration: bool = False) -> list[Command]:
+    """Commands that start ``program`` (a script path and its arguments) as ranks on every step host;
+    with ``per_iteration`` each rank runs under nccl-tests' per-iteration wrapper (``nccl_iter.wrap``:
+    ``-I 1``, and rank 0's ``-J`` document carried home on stdout), torchrun's with ``--no_python``."""
     gpus = has_gpus(step.hosts)
     launch = p["launch"] if p["launch"] != "auto" else "srun" if launcher == "slurm" else "torchrun"
     slots = [int(p["procs_per_host"] or (gpu_count(h) if gpus else 1) or 1) for h in step.hosts]
@@ -141,10 +143,15 @@ def launch_commands(step: Step, p: Mapping[str, Any], program: Sequence[str], la
     except ValueError as exc:
         raise ConfigError(f"step {step.id}: {exc}") from exc
     if launch == "torchrun":
-        return [_torchrun(step, p, i, h, slots[i], port, [*program, *(numa_args(h, slots[i]) if gpus else [])],
-                          env, uploads) for i, h in enumerate(step.hosts)]
+        ranks = [[*program, *(numa_args(h, slots[i]) if gpus else [])] for i, h in enumerate(step.hosts)]
+        if per_iteration:  # torchrun starts the wrapper, which starts python
+            ranks = [["--no_python", *nccl_iter.wrap([python_of(h, p), *r])] for h, r in zip(step.hosts, ranks,
+                                                                                              strict=True)]
+        return [_torchrun(step, p, i, h, slots[i], port, ranks[i], env, uploads) for i, h in enumerate(step.hosts)]
     env |= {"MASTER_ADDR": first.address, "MASTER_PORT": str(port)}
     argv = [python_of(first, p), *program]
+    if per_iteration:
+        argv = nccl_iter.wrap(argv)
     if launch == "mpirun":
         one_gpu_each = {"procs_per_host": slots[0] if len(set(slots)) == 1 else None, "gpus_per_proc": 1}
         return _mpirun(step, {**p, **one_gpu_each}, argv, env,
@@ -263,8 +270,9 @@ class TorchCollectives:
                   "minbytes": min(parse_size(p["minbytes"]), parse_size(p["cpu_maxbytes"]))}
         program = [PROGRAM, "--op", p["op"], "--backend", p["backend"], "-b", str(parse_size(p["minbytes"])),
                    "-e", str(parse_size(p["maxbytes"])), "-f", str(p["stepfactor"]), "-n", str(p["iters"]),
-                   "-w", str(p["warmup"]), "-c", str(p["check"]), *(["-I", "1"] if p["per_iteration"] else [])]
-        return launch_commands(step, p, program, launcher, onhost_uploads(REMOTE_DIR, "torch_dist", "iter_json"))
+                   "-w", str(p["warmup"]), "-c", str(p["check"])]
+        return launch_commands(step, p, program, launcher, onhost_uploads(REMOTE_DIR, "torch_dist", "iter_json"),
+                               per_iteration=bool(p["per_iteration"]))
 
     def parse_step(self, step: Step, results: Sequence[CommandResult]) -> list[Record]:
         p = merged(step.params, PARAMS)
@@ -275,7 +283,7 @@ class TorchCollectives:
         except ToolFailure as exc:
             kept = [{**step.sample_labels(), **r, "nhosts": len(step.hosts)} for r in exc.records]
             raise ToolFailure(exc.kind, f"step {step.id} on {res.command.host.name}: {exc}", records=kept) from exc
-        if p["per_iteration"]:  # rank 0 printed nccl-tests' per-iteration document after its table
+        if p["per_iteration"]:  # rank 0's wrapper printed its per-iteration document after the table
             records += nccl_iter.step_records(res.stdout, step.hosts, self.name)
         return [{**step.sample_labels(), **r, "nhosts": len(step.hosts)} for r in records]
 
