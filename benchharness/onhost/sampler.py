@@ -380,8 +380,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     prev = reading(src, args.netdev)
     lines = 0
     last_counters = prev["t"]
-    last_modules = float("-inf")
-    no_module = set()  # type: Set[str]
+    modules = _module_reader(args) if args.module_every else None
     try:
         while not state["stop"]:
             state["sleeping"] = True
@@ -391,11 +390,10 @@ def main(argv: Optional[List[str]] = None) -> int:
             line = sample_line(src, args.netdev, prev, now)
             if args.gpu:
                 line["gpu_raw"] = gpu_raw(args.gpu, 0)
-            if args.module_every and time.monotonic() - last_modules >= args.module_every - 1e-3:
-                modules = module_raw(args.root, args.netdev, no_module)
-                if modules:
-                    line["module_raw"] = modules
-                last_modules = time.monotonic()
+            if modules is not None:
+                read = modules.take()
+                if read:
+                    line["module_raw"] = read
             sys.stdout.write(json.dumps(line, sort_keys=True) + "\n")
             sys.stdout.flush()
             prev, lines = now, lines + 1
@@ -428,6 +426,47 @@ def _interval_snapshot(args: Any, last: float) -> float:
         return last
     _emit_snapshot(args, "interval")
     return time.monotonic()
+
+
+class _ModuleReads:
+    """The newest transceiver read not yet put in a sample line (filled by a reader thread)."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.lock = threading.Lock()
+        self.latest = {}  # type: Dict[str, Any]
+
+    def put(self, read: Dict[str, Any]) -> None:
+        with self.lock:
+            self.latest = read
+
+    def take(self) -> Dict[str, Any]:
+        with self.lock:
+            read, self.latest = self.latest, {}
+        return read
+
+
+def _module_reader(args: Any) -> _ModuleReads:
+    """Read the transceivers every ``--module-every`` seconds in a thread of their own: a module's
+    EEPROM answers over I2C, slowly on some NICs, and the sample lines must keep their pace."""
+    import threading
+
+    reads = _ModuleReads()
+    skip = set()  # type: Set[str]
+
+    def loop() -> None:
+        while True:
+            began = time.monotonic()
+            read = module_raw(args.root, args.netdev, skip)
+            if read:
+                reads.put(read)
+            if len(skip) >= len(args.netdev):
+                return  # no port has a readable module: nothing more to ask
+            time.sleep(max(0.0, args.module_every - (time.monotonic() - began)))
+
+    threading.Thread(target=loop, daemon=True).start()
+    return reads
 
 
 def _stop_when_stdin_closes() -> None:
