@@ -1,5 +1,5 @@
-"""The shipped ``stragglers`` suite on the loopback lab: real sshd, real mpirun across three
-namespace hosts, the CPU benchmark timing every iteration of every rank. The per-iteration
+"""The shipped ``stragglers`` suite on the loopback lab: real sshd, real mpirun and real torchrun
+across three namespace hosts, the CPU benchmark and torch timing every iteration of every rank. The per-iteration
 document written on h1 (rank 0) comes home in the step's output, its processes are mapped to the
 inventory's hosts, and each test gets a ``stragglers`` verdict from per-process data (not the
 "nothing to judge" info). Which rank is slow is known truth only where a slow rank is made on
@@ -21,6 +21,7 @@ from benchharness.results.store import RunDir
 from benchharness.tools import nccl_iter
 
 pytestmark = pytest.mark.lab
+TESTS = ("allreduce", "alltoall", "torch-allreduce")
 
 
 @pytest.fixture(scope="module")
@@ -37,17 +38,18 @@ def test_stragglers_suite_judges_per_process_iterations(lab3: LabInfo, tmp_path:
     assert run.returncode == 0, run.stdout + run.stderr
     store = RunDir(out)
     seen = store.samples_of_kind("iterations")
-    assert {r["test"] for r in seen} == {"allreduce", "alltoall"}
+    assert {r["test"] for r in seen} == set(TESTS)
     assert all(r["processes"] == 3 and r["per_process"] and r["rank_hosts"] == ["h1", "h2", "h3"] for r in seen), seen
     for r in store.samples_of_kind("straggler", "spike"):
         assert set([r["host"]] if r["kind"] == "straggler" else r["spike_hosts"]) <= {"h1", "h2", "h3"}, r
     info = json.loads((out / "run.json").read_text())
     mine = [v for v in info["verdicts"] if v["check"] == "stragglers"]
-    assert {v["test"] for v in mine} == {"allreduce", "alltoall"}
+    assert {v["test"] for v in mine} == set(TESTS)
     assert all(v["status"] in ("pass", "warn", "info") for v in mine)
-    for test in ("allreduce", "alltoall"):  # judged from per-process times: a pass or a named straggler
+    for test in TESTS:  # judged from per-process times: a pass or a named straggler
         assert any(v["test"] == test and v["status"] in ("pass", "warn") for v in mine), mine
     raw = "".join(p.read_text(errors="replace") for p in (out / "raw").rglob("*.stdout"))
-    assert raw.count(nccl_iter.BEGIN) == 2 and raw.count(nccl_iter.END) == 2
+    assert raw.count(nccl_iter.BEGIN) == 3 and raw.count(nccl_iter.END) == 3
+    assert nccl_iter.BEGIN in (next((out / "raw").rglob("torchrun-h1.stdout"))).read_text()  # torch's rank 0
     after = {p for p in Path("/tmp").glob("tmp.*") if (p / "iterations.json").exists()}
     assert after <= before  # the wrapper removed the document's directory on h1
