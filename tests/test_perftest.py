@@ -382,6 +382,18 @@ def test_real_rxe_clock_estimate_failure_is_its_own_kind() -> None:
 RXE = Path(__file__).parent / "fixtures" / "captured" / "soft-roce-vm"
 
 
+def test_real_rxe_clock_fallback_keeps_its_figures_and_says_where_the_mhz_came_from() -> None:
+    """Captured in the soft-RoCE VM: the sampled estimate failed (r^2 0.897903) and perftest fell
+    back to /proc/cpuinfo's MHz; the figures are kept, marked with their clock's source."""
+    from benchharness.tools.perftest_parse import parse_output as parse_rxe
+
+    (row,) = parse_rxe((RXE / "ib_write_lat-4K-n1000-clock-fallback.txt").read_text())
+    assert row["cpu_mhz_source"] == "proc_cpuinfo"
+    assert (row["size_bytes"], row["lat_min_us"], row["lat_p99_us"]) == (4096, 74.70, 184.68)
+    (normal,) = parse_rxe((RXE / "ib_write_lat-2B-n1000.txt").read_text())
+    assert "cpu_mhz_source" not in normal
+
+
 @pytest.mark.parametrize("name, test, size, metric", [
     ("ib_write_bw-64K-D2.txt", "RDMA_Write BW", 65536, "bw_avg_gbps"),
     ("ib_read_bw-64K-D2.txt", "RDMA_Read BW", 65536, "bw_avg_gbps"),

@@ -15,6 +15,7 @@ import contextlib
 import fcntl
 import gzip
 import json
+import math
 import os
 import shlex
 import shutil
@@ -164,14 +165,23 @@ def test_rdma_latency_has_ordered_percentiles_for_every_verb(rdma_vm: dict[str, 
         assert 0 < r["lat_min_us"] <= r["lat_typical_us"] <= r["lat_p99_us"] <= r["lat_p999_us"] <= r["lat_max_us"]
 
 
-def test_perftest_clock_estimate_holds_in_every_run(rdma_vm: dict[str, Any]) -> None:
-    """The guest's clock is the TSC (vmharness: invtsc, clocksource=tsc): perftest's estimate of
-    the CPU clock (r^2 of TSC against gettimeofday) holds without a retry, on any load."""
+def test_perftest_clock_holds_in_every_run(rdma_vm: dict[str, Any]) -> None:
+    """The guest's clock is the TSC (vmharness: invtsc, clocksource=tsc): no step fails for the
+    clock, on any load. perftest's sampled estimate (r^2 of TSC against gettimeofday over 200 short
+    busy loops) may still miss 0.9 now and then under TCG (0.898 seen once in a whole-suite run);
+    perftest then uses /proc/cpuinfo's MHz, so the figures must be finite and say so."""
     for name in ("rdma-bw", "acceptance-rxe"):
-        for entry in run_dir(rdma_vm, name).steps():
+        run = run_dir(rdma_vm, name)
+        for entry in run.steps():
             assert entry.get("kind") != "clock", entry
         for stderr in (rdma_vm["results"] / "runs" / name / "raw").glob("*/*.stderr"):
-            assert "Correlation coefficient" not in stderr.read_text(), stderr
+            if "Correlation coefficient" not in stderr.read_text():
+                continue
+            rows = [r for r in run.samples() if r.get("step") == stderr.parent.name
+                    and ("lat_min_us" in r or "bw_avg_gbps" in r)]
+            assert rows and all(r.get("cpu_mhz_source") == "proc_cpuinfo" for r in rows), (stderr, rows)
+            assert all(math.isfinite(v) for r in rows for k, v in r.items()
+                       if k.startswith(("lat_", "bw_")) and isinstance(v, float)), rows
 
 
 def test_rdma_counter_deltas_of_a_step(rdma_vm: dict[str, Any]) -> None:

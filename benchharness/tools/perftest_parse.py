@@ -70,6 +70,10 @@ _HINTS = {
              "a loaded host or a software-emulated VM); run the step again (bench run resume=RUN)",
 }
 
+#: perftest's sampled clock estimate failed: it then uses /proc/cpuinfo's MHz, or prints inf when
+#: that is missing too (get_cpu_mhz in src/get_clock.c); a table with figures says it fell back.
+_CLOCK_ESTIMATE_FAILED = dict(_ERRORS)["clock"]
+
 # Header fact → flat record field and converter.
 _FLAT_FACTS: dict[str, tuple[str, Any]] = {
     "Device": ("device", str),
@@ -380,6 +384,8 @@ def parse_output(stdout: str, stderr: str = "", rc: int | None = None,
     node = numa_node(stderr)
     if node is not None:
         common["numa_node"] = node
+    if _CLOCK_ESTIMATE_FAILED.search(out + "\n" + stderr):  # the figures use /proc/cpuinfo's MHz
+        common["cpu_mhz_source"] = "proc_cpuinfo"
     return [{**common, **row} for row in rows]
 
 
