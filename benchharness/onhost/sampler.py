@@ -380,7 +380,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     prev = reading(src, args.netdev)
     lines = 0
     last_counters = prev["t"]
-    modules = _module_reader(args) if args.module_every else None
+    modules = _module_reader(args) if args.module_every and os.path.abspath(args.root) == "/" else None
     try:
         while not state["stop"]:
             state["sleeping"] = True
