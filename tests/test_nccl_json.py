@@ -14,7 +14,7 @@ import pytest
 from benchharness.analysis import stragglers
 from benchharness.cli.main import main
 from benchharness.core.errors import ToolFailure
-from benchharness.tools import nccl_json
+from benchharness.tools import nccl_iter, nccl_json
 
 REAL = Path(__file__).parent / "fixtures" / "real" / "nccl-tests-json" / "all_reduce_1gpu_4090_per_iter_v4.json"
 
@@ -51,7 +51,7 @@ def test_real_document_parses() -> None:
     assert footer["nranks"] == 1 and footer["ranks"][0]["host"] == "<HOST>" and footer["json_version"] == 4
     rows = nccl_json.iterations(json.loads(REAL.read_text()))
     assert [len(r.overall) for r in rows] == [30, 30] and all(r.processes == [] for r in rows)
-    found, spikes = stragglers.analyze(json.loads(REAL.read_text()))
+    found, spikes = nccl_iter.analyze(json.loads(REAL.read_text()))
     assert found == []  # one process: nobody to straggle behind
     # read by hand: in-place iterations 2, 7, 12, 18, 23 and 28 took 2.048 us, twice the median
     # 1.024 (out-of-place peaks at 3.776, 1.23x its median 3.072: below the 1.5x threshold)
@@ -59,7 +59,7 @@ def test_real_document_parses() -> None:
 
 
 def test_synthetic_straggler_and_spikes_are_named() -> None:
-    found, spikes = stragglers.analyze(four_processes())
+    found, spikes = nccl_iter.analyze(four_processes())
     assert {(s.placement, s.process) for s in found} == {("out-of-place", 3), ("in-place", 3)}
     s = found[0]
     assert s.ranks[0]["hostname"] == "node-b" and s.ranks[0]["device"] == 1 and s.ranks[0]["rank"] == 3
@@ -73,7 +73,7 @@ def test_synthetic_straggler_and_spikes_are_named() -> None:
 
 
 def test_healthy_processes_name_nobody() -> None:
-    found, _ = stragglers.analyze(four_processes(slow_factor=1.05))
+    found, _ = nccl_iter.analyze(four_processes(slow_factor=1.05))
     assert found == []
 
 

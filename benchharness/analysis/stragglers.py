@@ -28,8 +28,6 @@ from benchharness.tools.nccl_json import load
 if TYPE_CHECKING:
     from benchharness.results.store import RunDir
 
-__all__ = ["DEFAULT_FACTOR", "DEFAULT_SPIKE", "Spike", "Straggler", "analyze", "lines", "report", "run_records", "run_verdicts"]
-
 
 def lines(stragglers: list[Straggler], spikes: list[Spike]) -> list[str]:
     """Console lines: the slow ranks with host and GPU, then the spiking iterations."""
