@@ -26,6 +26,7 @@ import benchharness.tools
 from benchharness.core.errors import LabError
 from benchharness.lab import control as lab
 from benchharness.lab.control import LabInfo
+from benchharness.results.store import RunDir
 
 LAB_BASE = Path(tempfile.gettempdir()) / f"benchharness-test-labs-{os.getpid()}"
 """State directory of the labs this test session brings up."""
@@ -112,6 +113,11 @@ def run_with_host_vars(info: LabInfo, tmp: Path, suite: Path, host_vars: Mapping
     res = subprocess.run([sys.executable, "-m", "benchharness", "run", f"suite={suite}", f"hosts={inv}",
                           f"out={out}"], capture_output=True, text=True, timeout=timeout)
     return out, res
+
+
+def health_verdicts(out: Path, prefix: str = "health: ") -> dict[tuple[str, str], dict]:
+    """The run's verdicts whose check starts with ``prefix``, by (check, host)."""
+    return {(v["check"], v["host"]): v for v in RunDir(out).run_info()["verdicts"] if v["check"].startswith(prefix)}
 
 
 @pytest.fixture(scope="session")

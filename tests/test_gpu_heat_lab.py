@@ -14,9 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import run_with_host_vars
-
-from benchharness.results.store import RunDir
+from conftest import health_verdicts, run_with_host_vars
 
 pytestmark = pytest.mark.lab
 
@@ -56,8 +54,7 @@ def test_a_heating_throttled_gpu_fails_its_host_and_the_cool_one_passes(lab_make
     tools = {"h1": stand_in(tmp_path / "h1", 50, 0, False), "h2": stand_in(tmp_path / "h2", 80, 4, True)}
     with lab_maker("gh1", 2) as info:
         out, res = run_with_host_vars(info, tmp_path, SUITE, {h: f"gpus=1 telemetry_path={d}" for h, d in tools.items()})
-    verdicts = RunDir(out).run_info()["verdicts"]
-    got = {(v["check"], v["host"]): v for v in verdicts if v["check"].startswith("health: ")}
+    got = health_verdicts(out)
     status = {k: v["status"] for k, v in got.items()}
     assert status == {("health: temperature peak", "h1"): "pass", ("health: temperature peak", "h2"): "fail",
                       ("health: temperature slope", "h1"): "pass", ("health: temperature slope", "h2"): "fail",

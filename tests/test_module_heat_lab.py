@@ -13,9 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import run_with_host_vars
-
-from benchharness.results.store import RunDir
+from conftest import health_verdicts, run_with_host_vars
 
 pytestmark = pytest.mark.lab
 
@@ -53,8 +51,7 @@ def test_a_heating_transceiver_fails_its_host_and_the_cool_one_passes(lab_maker,
     tools = {"h1": stand_in(tmp_path / "h1", 57.09, 0), "h2": stand_in(tmp_path / "h2", 66, 4)}
     with lab_maker("mh1", 2) as info:
         out, res = run_with_host_vars(info, tmp_path, SUITE, {h: f"telemetry_path={d}" for h, d in tools.items()})
-    verdicts = RunDir(out).run_info()["verdicts"]
-    got = {(v["check"], v["host"]): v for v in verdicts if v["check"].startswith("health: temperature")}
+    got = health_verdicts(out, "health: temperature")
     status = {k: v["status"] for k, v in got.items()}
     assert status == {("health: temperature peak", "h1"): "pass", ("health: temperature peak", "h2"): "fail",
                       ("health: temperature slope", "h1"): "pass", ("health: temperature slope", "h2"): "fail"}, \
