@@ -11,8 +11,14 @@ packages=(
   rdma-core ibverbs-utils python3-pyverbs infiniband-diags lm-sensors slurm-wlm munge
   chromium chromium-driver
   # the soft-RoCE VM of the rdma_vm tests: qemu, and a kernel with rdma_rxe (Debian's has it as a module)
-  qemu-system-x86 linux-image-amd64
+  qemu-system-x86 linux-image-amd64 cpio kmod
+  nftables  # the fabric health tests drop packets with it (the kernel has no netem)
+  make      # the provisioning tests build a C project with the role that builds nccl-tests
+  # part of every Debian system (priority required): named because the lab and the tests run them
+  coreutils mount dash bash hostname libc-bin grep dpkg
 )
+# Each program the lab and the tests run, with its package: benchharness/lab/commands.py
+# (tests/test_setup_packages.py checks that every package there is installed here).
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -20,10 +20,11 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
-from real_parts import pytest_runtest_makereport  # noqa: F401  (the hook: CI fails skips)
+from real_parts import pytest_runtest_makereport, require_commands  # noqa: F401  (the hook: CI fails skips)
 
 import benchharness.tools
 from benchharness.core.errors import LabError
+from benchharness.lab import commands as lab_commands
 from benchharness.lab import control as lab
 from benchharness.lab.control import LabInfo
 from benchharness.results.store import RunDir
@@ -68,6 +69,14 @@ NOT_ROOT = "the loopback lab needs root (network namespaces, veth, sshd)"
 def _need_root() -> None:
     if os.geteuid() != 0:
         pytest.skip(NOT_ROOT)
+
+
+def need_programs(*names: str) -> None:
+    """Skips the test when a program it runs is not installed, naming its Debian package (with
+    real parts required, the session has already stopped at its start instead)."""
+    lacking = lab_commands.missing(names)
+    if lacking:
+        pytest.skip(f"not installed: {lab_commands.describe_missing(lacking)} (./setup.sh installs it)")
 
 
 @contextlib.contextmanager
@@ -139,7 +148,9 @@ def _pid_alive(pid: int) -> bool:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """Labs of test sessions that died without taking them down go before this one starts."""
+    """A machine that lacks a program stops the session here (with real parts required); labs of
+    test sessions that died without taking them down go before this one starts."""
+    require_commands()
     if os.geteuid() != 0:
         return
     for base in Path(tempfile.gettempdir()).glob("benchharness-test-labs-*"):

@@ -28,3 +28,16 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  
         report.outcome = "failed"
         report.longrepr = (f"{item.nodeid}: skipped although {REQUIRE_REAL}=1 "
                            f"(marked {', '.join(marks)}): {reason}")
+
+
+def require_commands() -> None:
+    """With ``REQUIRE_REAL`` set, stop the session before it starts when a program that the lab or
+    the tests run is not installed, in one line naming it and its Debian package."""
+    if os.environ.get(REQUIRE_REAL) != "1":
+        return
+    from benchharness.lab import commands  # the package is importable once conftest runs
+
+    lacking = commands.missing()
+    if lacking:
+        pytest.exit(f"{REQUIRE_REAL}=1 but not installed: {commands.describe_missing(lacking)}; "
+                    "run ./setup.sh as root", returncode=4)

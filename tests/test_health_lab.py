@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import need_programs
 
 from benchharness.lab import control as lab
 from benchharness.results.store import RunDir
@@ -40,6 +41,7 @@ def health(run: Path, check: str) -> dict[str, dict]:
 
 
 def test_packet_loss_on_one_host_fails_its_retransmission_verdict(lab_maker, tmp_path: Path) -> None:
+    need_programs("nft")
     out = tmp_path / "run"
     with lab_maker("hl1", 3) as info:
         h3 = next(h for h in info.hosts if h.name == "h3")
@@ -48,18 +50,17 @@ def test_packet_loss_on_one_host_fails_its_retransmission_verdict(lab_maker, tmp
         # packets h3 sends are dropped as they enter the lab's bridge, at the ingress of the
         # bridge's end of h3's link (a veth the lab created); ssh and pure ACKs are left alone.
         table = f"bhloss_{h3.veth}".replace("-", "_")
-        nft = ["nft"]
-        subprocess.run([*nft, "add", "table", "netdev", table], check=True)
+        subprocess.run(["nft", "add", "table", "netdev", table], check=True)
         try:
-            subprocess.run([*nft, "add", "chain", "netdev", table, "in",
+            subprocess.run(["nft", "add", "chain", "netdev", table, "in",
                             f"{{ type filter hook ingress device {h3.veth} priority 0; }}"], check=True)
-            subprocess.run([*nft, "add", "rule", "netdev", table, "in", "ip", "protocol", "tcp",
+            subprocess.run(["nft", "add", "rule", "netdev", table, "in", "ip", "protocol", "tcp",
                             "tcp", "sport", "!=", "22", "tcp", "dport", "!=", "22", "meta", "length", "gt", "200",
                             "numgen", "random", "mod", "100", "lt", "2", "drop"], check=True)
             res = bench("run", f"suite={SUITE}", f"hosts={info.inventory}", f"out={out}",
                         f"prom={tmp_path / 'bench.prom'}")
         finally:
-            subprocess.run([*nft, "delete", "table", "netdev", table], check=False)
+            subprocess.run(["nft", "delete", "table", "netdev", table], check=False)
     assert res.returncode == 1, res.stdout + res.stderr
     got = health(out, "health: retransmissions")
     assert {h: v["status"] for h, v in got.items()} == {"h1": "pass", "h2": "pass", "h3": "fail"}, got
@@ -79,11 +80,14 @@ def test_link_flapped_twice_during_a_step_fails_its_link_verdict(lab_maker, tmp_
 
         def flap() -> None:
             deadline = time.monotonic() + 120
-            while time.monotonic() < deadline:  # wait for the step's iperf3 to run on h2
-                if any("iperf3" in c for c in lab.lab_processes(info.name, "iperf3", base_dir=info.dir.parent).get("h2", [])):
+            # wait for the step's iperf3 client on h2; the step's sampler starts beside it and its
+            # start snapshot, which the flaps must follow, takes a python start-up (slow on a
+            # loaded machine)
+            while time.monotonic() < deadline:
+                if lab.lab_processes(info.name, r"iperf3 .*-c ", base_dir=info.dir.parent).get("h2"):
                     break
                 time.sleep(0.2)
-            time.sleep(0.5)
+            time.sleep(2.0)
             for _ in range(2):
                 subprocess.run(["ip", "link", "set", veth, "down"], check=True)
                 time.sleep(0.3)
@@ -92,7 +96,7 @@ def test_link_flapped_twice_during_a_step_fails_its_link_verdict(lab_maker, tmp_
 
         flapper = threading.Thread(target=flap)
         flapper.start()
-        res = bench("run", f"suite={SUITE}", f"hosts={info.inventory}", f"out={out}", "duration=6")
+        res = bench("run", f"suite={SUITE}", f"hosts={info.inventory}", f"out={out}", "duration=10")
         flapper.join(130)
     got = health(out, "health: link flaps")
     assert {h: v["status"] for h, v in got.items()} == {"h1": "pass", "h2": "fail"}, res.stdout + res.stderr

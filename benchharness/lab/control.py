@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from benchharness.core.errors import LabError
+from benchharness.lab import commands as lab_commands
 from benchharness.lab import jump as lab_jump
 from benchharness.lab import rdma as lab_rdma
 from benchharness.lab.files import (
@@ -251,9 +252,9 @@ def lab_up(hosts: int, name: str = "lab", shape: Mapping[str, str] | None = None
         raise LabError(f"lab {name}: jump=true does not combine with rdma= or shape=")
     if rdma:
         lab_rdma.check_rxe()
-    for tool in ["ip", "ssh-keygen", "unshare", SSHD] + (["tc"] if shapes else []):
-        if not shutil.which(tool):
-            raise LabError(f"bench lab needs {tool}, which is not installed")
+    lacking = lab_commands.missing([*lab_commands.LAB_UP, *(["tc"] if shapes else [])])
+    if lacking:
+        raise LabError(f"bench lab needs {lab_commands.describe_missing(lacking)}, not installed")
     with _locked(base_dir):
         if (base_dir / name).exists():
             raise LabError(f"lab {name} is already up or left over (bench lab down {name})")
