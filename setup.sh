@@ -6,7 +6,7 @@ cd "$(dirname "$0")"
 
 packages=(
   python3 python3-venv python3-dev gcc iproute2 procps util-linux openssh-server openssh-client
-  iperf3 perftest ucx-utils openmpi-bin libopenmpi-dev numactl hwloc pciutils ethtool
+  iperf3 perftest ucx-utils sockperf openmpi-bin libopenmpi-dev numactl hwloc pciutils ethtool
   python3-torch  # the torch tool and training proxies in the lab: torch 1.13 CPU build, gloo, torchrun
   rdma-core ibverbs-utils python3-pyverbs infiniband-diags lm-sensors slurm-wlm munge
   chromium chromium-driver

@@ -51,6 +51,7 @@ COMMANDS: tuple[Needed, ...] = (
     *_group("the tools run on lab hosts", "perftest", "ib_write_bw", "ib_write_lat", "ib_read_bw",
             "ib_read_lat", "ib_send_bw", "ib_send_lat"),
     *_group("the tools run on lab hosts", "ucx-utils", "ucx_perftest", "ucx_info"),
+    *_group("the tools run on lab hosts", "sockperf", "sockperf"),
     *_group("the tools run on lab hosts", "openmpi-bin", "mpirun"),
     *_group("the tools run on lab hosts", "python3-torch", "torchrun"),
     *_group("the tools run on lab hosts", "numactl", "numactl"),
