@@ -7,7 +7,9 @@ Copied to each host and started in the background by the runner::
     python3 sampler.py --snapshot --netdev eth0 [--rdma-dev mlx5_0] [--rdma-port 1]
     python3 sampler.py ... --gpu nvidia|amd [--path-prefix DIR]
 
-A line holds per-core and total CPU busy % (from /proc/stat deltas), memory, per-NIC rates per
+A line holds per-core and total CPU busy % (from /proc/stat deltas), each core's seconds per
+mode (user, system, irq, softirq, idle ... over the interval), a cgroup's CPU seconds
+(``--cpu-cgroup DIR``), memory, per-NIC rates per
 second (bytes, packets, errors, drops) and temperatures (hwmon, thermal zones). psutil is used
 when it imports (``--no-psutil`` forces /proc and /sys). SIGTERM and SIGINT end it cleanly with
 exit code 0. ``--snapshot`` prints one JSON document of raw counters (``ethtool -S``, netdev
@@ -30,6 +32,9 @@ import sys
 import time
 from typing import Any, Dict, List, Optional, Set
 
+#: The per-core time modes a line reports (``/proc/stat`` columns, psutil ``cpu_times`` fields).
+CPU_MODES = ["user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal"]
+_IDLE_MODES = ("idle", "iowait")
 NET_FIELDS = ["rx_bytes", "tx_bytes", "rx_packets", "tx_packets", "rx_errors", "tx_errors",
               "rx_dropped", "tx_dropped"]
 _PSUTIL_NET = {"rx_bytes": "bytes_recv", "tx_bytes": "bytes_sent", "rx_packets": "packets_recv",
@@ -77,25 +82,44 @@ class Sources:
     def p(self, path: str) -> str:
         return os.path.join(self.root, path.lstrip("/"))
 
-    def cpu_times(self) -> Dict[str, List[int]]:
-        """cpu name -> [busy, total] in ticks (psutil seconds scaled to centiseconds)."""
-        out = {}  # type: Dict[str, List[int]]
+    def cpu_times(self) -> Dict[str, List[float]]:
+        """cpu name -> seconds spent in each of ``CPU_MODES`` since boot (``cpu`` is all cores)."""
+        out = {}  # type: Dict[str, List[float]]
         if self.psutil:
             per = self.psutil.cpu_times(percpu=True)
             for i, t in enumerate(per):
-                total = sum(t)
-                idle = t.idle + getattr(t, "iowait", 0.0)
-                out[f"cpu{i}"] = [int((total - idle) * 100), int(total * 100)]
+                out[f"cpu{i}"] = [float(getattr(t, m, 0.0)) for m in CPU_MODES]
             return out
+        tick = float(os.sysconf("SC_CLK_TCK")) if hasattr(os, "sysconf") else 100.0
         for line in (_read(self.p("/proc/stat")) or "").splitlines():
             m = re.match(r"^(cpu\d*)\s+(.*)$", line)
             if m:
-                values = [int(v) for v in m.group(2).split()]
-                # guest and guest_nice are already counted in user and nice
-                total = sum(values[:8])
-                idle = values[3] + (values[4] if len(values) > 4 else 0)
-                out[m.group(1)] = [total - idle, total]
+                # user nice system idle iowait irq softirq steal (guest, guest_nice: already in user, nice)
+                values = [int(v) for v in m.group(2).split()[:len(CPU_MODES)]]
+                values += [0] * (len(CPU_MODES) - len(values))
+                out[m.group(1)] = [v / tick for v in values]
         return out
+
+    def cgroup_cpu(self, path: Optional[str]) -> Optional[Dict[str, Any]]:
+        """CPU seconds of the processes in one cgroup (a container, a lab host): cgroup v1
+        ``cpuacct.usage_all`` (per core, user and system) or v2 ``cpu.stat`` (totals only)."""
+        if not path:
+            return None
+        text = _read(os.path.join(path, "cpuacct.usage_all"))
+        if text:
+            cores = {}  # type: Dict[str, List[float]]
+            for row in text.splitlines()[1:]:
+                parts = row.split()
+                if len(parts) == 3 and all(p.isdigit() for p in parts):
+                    cores["cpu" + parts[0]] = [int(parts[1]) / 1e9, int(parts[2]) / 1e9]
+            return {"cores": cores}
+        text = _read(os.path.join(path, "cpu.stat"))
+        if text:
+            stat = dict(ln.split()[:2] for ln in text.splitlines() if len(ln.split()) >= 2)
+            user, system = _int(stat.get("user_usec")), _int(stat.get("system_usec"))
+            if user is not None and system is not None:
+                return {"cores": {"cpu": [user / 1e6, system / 1e6]}}
+        return {"error": "no cpuacct.usage_all or cpu.stat under " + path}
 
     def memory(self) -> Dict[str, Any]:
         if self.psutil:
@@ -154,29 +178,55 @@ def _rates(before: Dict[str, int], after: Dict[str, int], seconds: float) -> Dic
     return out
 
 
+def _busy(modes: List[float]) -> float:
+    return sum(v for m, v in zip(CPU_MODES, modes) if m not in _IDLE_MODES)  # noqa: B905 (Python 3.6)
+
+
+def _cgroup_delta(prev: Optional[Dict[str, Any]], now: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    """The cgroup's CPU seconds spent over the interval, per core: ``{"cores": {cpuN: [user_s, system_s]}}``."""
+    if now is None:
+        return None
+    if "error" in now or prev is None or "error" in prev:
+        return {"error": now.get("error") or (prev or {}).get("error") or "no earlier reading"}
+    cores = {}  # type: Dict[str, List[float]]
+    for name, (user, system) in now["cores"].items():
+        if name in prev["cores"]:
+            before = prev["cores"][name]
+            cores[name] = [round(max(user - before[0], 0.0), 6), round(max(system - before[1], 0.0), 6)]
+    return {"cores": cores}
+
+
 def sample_line(src: Sources, netdevs: List[str], prev: Dict[str, Any], now: Dict[str, Any]) -> Dict[str, Any]:
-    """One output line from two raw readings ``prev`` and ``now``."""
+    """One output line from two raw readings ``prev`` and ``now``: ``cpu.modes_s`` holds each
+    core's seconds per mode (``cpu.modes`` names them) over the interval, ``cpu.cgroup`` the
+    cgroup's (``--cpu-cgroup``)."""
     seconds = max(now["t"] - prev["t"], 1e-6)
     per_core, total = [], None
+    modes_s = {}  # type: Dict[str, List[float]]
     for name in sorted(now["cpu"], key=lambda n: -1 if n == "cpu" else int(n[3:])):
         if name not in prev["cpu"]:
             continue
-        busy = now["cpu"][name][0] - prev["cpu"][name][0]
-        span = now["cpu"][name][1] - prev["cpu"][name][1]
-        pct = round(100.0 * busy / span, 2) if span > 0 else 0.0
+        diff = [max(a - b, 0.0) for a, b in zip(now["cpu"][name], prev["cpu"][name])]  # noqa: B905
+        span = sum(diff)
+        pct = round(100.0 * _busy(diff) / span, 2) if span > 0 else 0.0
         if name == "cpu":
             total = pct
         else:
             per_core.append(pct)
+            modes_s[name] = [round(v, 4) for v in diff]
     if total is None and per_core:
         total = round(sum(per_core) / len(per_core), 2)
     mem = now["mem"]
     used = None
     if mem.get("total_bytes") and mem.get("available_bytes") is not None:
         used = round(100.0 * (1 - mem["available_bytes"] / mem["total_bytes"]), 2)
+    cpu = {"total_pct": total, "per_core_pct": per_core, "modes": CPU_MODES, "modes_s": modes_s}  # type: Dict[str, Any]
+    cgroup = _cgroup_delta(prev.get("cgroup"), now.get("cgroup"))
+    if cgroup is not None:
+        cpu["cgroup"] = dict(cgroup, path=now.get("cgroup_path"))
     return {
         "ts": round(now["wall"], 3), "interval_s": round(seconds, 3), "source": src.name,
-        "cpu": {"total_pct": total, "per_core_pct": per_core},
+        "cpu": cpu,
         "mem": dict(mem, used_pct=used),
         "net": {nd: _rates(prev["net"][nd], now["net"][nd], seconds) for nd in netdevs
                 if nd in prev["net"] and nd in now["net"]},
@@ -184,9 +234,10 @@ def sample_line(src: Sources, netdevs: List[str], prev: Dict[str, Any], now: Dic
     }
 
 
-def reading(src: Sources, netdevs: List[str]) -> Dict[str, Any]:
+def reading(src: Sources, netdevs: List[str], cgroup: Optional[str] = None) -> Dict[str, Any]:
     return {"t": time.monotonic(), "wall": time.time(), "cpu": src.cpu_times(), "mem": src.memory(),
-            "net": src.net(netdevs), "temps": src.temperatures()}
+            "net": src.net(netdevs), "temps": src.temperatures(), "cgroup": src.cgroup_cpu(cgroup),
+            "cgroup_path": cgroup}
 
 
 def parse_rdma_statistic(text: str) -> Dict[str, int]:
@@ -349,6 +400,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="also read the GPUs' temperatures and clock throttle state with the vendor's tool")
     parser.add_argument("--module-every", type=float, default=0.0,
                         help="also read each netdev's transceiver (ethtool -m) every N seconds (0: never)")
+    parser.add_argument("--cpu-cgroup", default=None,
+                        help="also read the CPU time of this cgroup directory (the host's processes in a container or lab)")
     parser.add_argument("--path-prefix", action="append", default=[],
                         help="directory searched first for commands (stand-in nvidia-smi, amd-smi ...)")
     args = parser.parse_args(argv)
@@ -377,7 +430,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         _emit_snapshot(args, "start")
     src = Sources(args.root, use_psutil=not args.no_psutil)
     started = time.monotonic()
-    prev = reading(src, args.netdev)
+    prev = reading(src, args.netdev, args.cpu_cgroup)
     lines = 0
     last_counters = prev["t"]
     modules = _module_reader(args) if args.module_every and os.path.abspath(args.root) == "/" else None
@@ -386,7 +439,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             state["sleeping"] = True
             time.sleep(max(0.01, args.interval - (time.monotonic() - prev["t"])))
             state["sleeping"] = False
-            now = reading(src, args.netdev)
+            now = reading(src, args.netdev, args.cpu_cgroup)
             line = sample_line(src, args.netdev, prev, now)
             if args.gpu:
                 line["gpu_raw"] = gpu_raw(args.gpu, 0)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -166,31 +165,15 @@ def rail_series(run: RunDir) -> dict[str, list[RailPoint]]:
     return out
 
 
-def _sampler_files(run: RunDir) -> Iterator[tuple[str, str, Path]]:
-    root = run.path / "telemetry" / "samples"
-    for path in sorted(root.glob("*/*.jsonl")) if root.is_dir() else []:
-        yield path.parent.name, path.stem, path
-
-
-def _line_time(item: Mapping[str, Any]) -> float | None:
-    t = item.get("ts", item.get("t"))
-    return float(t) if isinstance(t, int | float) and not isinstance(t, bool) else None
-
-
 def temperatures(run: RunDir, step: str | None = None) -> dict[str, dict[str, list[tuple[float, float]]]]:
     """Host -> sensor -> [(wall seconds, °C)] from the samplers (one step, or all)."""
     out: dict[str, dict[str, list[tuple[float, float]]]] = {}
-    for st, host, path in _sampler_files(run):
+    for st, host, sampled in runview.sampler_files(run):
         if step is not None and st != step:
             continue
-        for item in _jsonl(path):
-            t = _line_time(item)
-            temps = item.get("temps")
-            if t is None or not isinstance(temps, Mapping):
-                continue
-            for name, value in temps.items():
-                if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
-                    out.setdefault(host, {}).setdefault(str(name), []).append((t, float(value)))
+        for line in sampled.lines:
+            for name, value in line.temps.items():
+                out.setdefault(host, {}).setdefault(name, []).append((line.ts, value))
     for sensors in out.values():
         for pts in sensors.values():
             pts.sort()
@@ -199,19 +182,8 @@ def temperatures(run: RunDir, step: str | None = None) -> dict[str, dict[str, li
 
 def host_throughput(run: RunDir) -> dict[str, list[tuple[float, float]]]:
     """Host -> [(wall seconds, rx+tx Gbit/s of its netdevs)] from the samplers' interval lines."""
-    out: dict[str, list[tuple[float, float]]] = {}
-    for _, host, path in _sampler_files(run):
-        for item in _jsonl(path):
-            t, net = _line_time(item), item.get("net")
-            if t is None or not isinstance(net, Mapping):
-                continue
-            total = [float(v) for nd in net.values() if isinstance(nd, Mapping)
-                     for k in ("rx_gbps", "tx_gbps") if isinstance(v := nd.get(k), int | float)]
-            if total:
-                out.setdefault(host, []).append((t, sum(total)))
-    for pts in out.values():
-        pts.sort()
-    return out
+    series = runview.sampler_series(run).get("net_gbps", {})
+    return {host: pts for host, pts in series.items() if pts}
 
 
 # ---------------------------------------------------------------- load limits judged

@@ -9,13 +9,14 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from benchharness.core.model import Host, Rail
 from benchharness.core.values import as_list
 from benchharness.results.store import RunDir
 from benchharness.telemetry import host_checks, temperature_checks
+from benchharness.telemetry.parsers.sampler import SamplerOutput, read_sampler_file
 from benchharness.telemetry.rail_facts import Finding
 from benchharness.telemetry.summary import is_probe_facts, pcie_text
 
@@ -308,21 +309,12 @@ def _int(value: Any) -> int | None:
 
 def sensor_peaks(run: RunDir) -> dict[str, dict[str, float]]:
     """Host -> sensor -> hottest reading in the samplers (``temps`` of each line)."""
-    root = run.path / "telemetry" / "samples"
     out: dict[str, dict[str, float]] = {}
-    for path in sorted(root.glob("*/*.jsonl")) if root.is_dir() else []:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError:
-                    continue
-                temps = rec.get("temps") if isinstance(rec, Mapping) else None
-                for name, value in temps.items() if isinstance(temps, Mapping) else []:
-                    v = _as_float(value)
-                    if v is not None:
-                        peaks = out.setdefault(path.stem, {})
-                        peaks[name] = max(v, peaks.get(name, -math.inf))
+    for _, host, sampled in sampler_files(run):
+        for line in sampled.lines:
+            for name, v in line.temps.items():
+                peaks = out.setdefault(host, {})
+                peaks[name] = max(v, peaks.get(name, -math.inf))
     return out
 
 
@@ -337,52 +329,31 @@ def read_preflight(run: RunDir) -> list[dict[str, Any]]:
     return [dict(v) for v in data if isinstance(v, Mapping)] if isinstance(data, list) else []
 
 
-def sampler_series(run: RunDir) -> dict[str, dict[str, list[tuple[float, float]]]]:
-    """Per measure (``cpu_pct`` mean of cores, ``temp_c`` hottest sensor, other numeric fields)
-    -> host -> [(t, value)] from ``telemetry/samples/<step>/<host>.jsonl``, time-sorted."""
+def sampler_files(run: RunDir) -> Iterator[tuple[str, str, SamplerOutput]]:
+    """(safe step name, host, what its sampler printed) for every ``telemetry/samples/<step>/<host>.jsonl``,
+    read by the one sampler reader (``telemetry/parsers/sampler.py``)."""
     root = run.path / "telemetry" / "samples"
-    out: dict[str, dict[str, list[tuple[float, float]]]] = {}
     for path in sorted(root.glob("*/*.jsonl")) if root.is_dir() else []:
-        host = path.stem
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError:
-                    continue
-                t = _as_float(rec.get("t")) if isinstance(rec, Mapping) else None
-                if t is None:
-                    continue
-                for measure, value in _sampler_values(rec).items():
-                    out.setdefault(measure, {}).setdefault(host, []).append((t, value))
+        yield path.parent.name, path.stem, read_sampler_file(path)
+
+
+def sampler_series(run: RunDir) -> dict[str, dict[str, list[tuple[float, float]]]]:
+    """Per measure (``cpu_pct`` mean of cores, ``temp_c`` hottest sensor, ``mem_used_pct``,
+    ``net_gbps`` rx+tx of the sampled netdevs) -> host -> [(wall seconds, value)], time-sorted."""
+    out: dict[str, dict[str, list[tuple[float, float]]]] = {}
+    for _, host, sampled in sampler_files(run):
+        for line in sampled.lines:
+            net = [v for r in line.net.values() for v in (r.rx_gbps, r.tx_gbps) if v is not None]
+            values = {"cpu_pct": line.cpu_total_pct, "mem_used_pct": line.mem_used_pct,
+                      "temp_c": max(line.temps.values()) if line.temps else None,
+                      "net_gbps": sum(net) if net else None}
+            for measure, value in values.items():
+                if value is not None:
+                    out.setdefault(measure, {}).setdefault(host, []).append((line.ts, value))
     for per_host in out.values():
         for points in per_host.values():
             points.sort()
     return out
-
-
-def _sampler_values(rec: Mapping[str, Any]) -> dict[str, float]:
-    values: dict[str, float] = {}
-    for key, val in rec.items():
-        if key == "t":
-            continue
-        lowered = key.lower()
-        nums: list[float] = []
-        if isinstance(val, Mapping):
-            nums = [f for v in val.values() if (f := _as_float(v)) is not None]
-        elif isinstance(val, list):
-            nums = [f for v in val if (f := _as_float(v)) is not None]
-        elif (f := _as_float(val)) is not None and not isinstance(val, str):
-            nums = [f]
-        if not nums:
-            continue
-        if "temp" in lowered:
-            values["temp_c"] = max(max(nums), values.get("temp_c", -math.inf))
-        elif lowered.startswith("cpu"):
-            values["cpu_pct"] = sum(nums) / len(nums)
-        elif len(nums) == 1:
-            values[key] = nums[0]
-    return values
 
 
 def max_temperatures(run: RunDir) -> dict[str, float]:

@@ -23,6 +23,7 @@ from benchharness.telemetry.counters import delta
 from benchharness.telemetry.gpu_step import interval_temperatures, sampler_gpu_vendor, throttle_record
 from benchharness.telemetry.health import snapshot_seconds, step_context
 from benchharness.telemetry.module_step import module_temperatures
+from benchharness.telemetry.parsers.sampler import read_sampler
 from benchharness.telemetry.series import write_series
 from benchharness.transport import Process, Transport
 
@@ -161,15 +162,10 @@ def rail_counters(host: Host, d: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def split_sampler_output(text: str) -> tuple[list[dict[str, Any]], dict[str, dict[str, int]]]:
     """Interval lines (GPU temperatures folded in) and the start/end counter snapshots of one
-    sampler run."""
-    lines: list[dict[str, Any]] = []
-    snaps: dict[str, dict[str, int]] = {}
-    for item in _sampler_items(text):
-        if item.get("type") == "snapshot":
-            snaps[item.get("phase", "?")] = {k: int(v) for k, v in (item.get("counters") or {}).items()}
-        else:
-            lines.append(item)
-    return fold_sensors(lines), snaps
+    sampler run (read by ``telemetry/parsers/sampler.read_sampler``)."""
+    out = read_sampler(text)
+    snaps = {s.phase: dict(s.counters) for s in out.snapshots}
+    return fold_sensors([dict(line.raw) for line in out.lines]), snaps
 
 
 #: Raw tool text a sample line may carry -> its parser into sensors (°C), run on the controller.
@@ -188,20 +184,7 @@ def fold_sensors(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def sampler_gpu_edges(text: str) -> dict[str, Any]:
     """The GPU tool's raw throttle state at the step's start and end (``--gpu``), by phase."""
-    return {str(item.get("phase")): item["gpu"] for item in _sampler_items(text)
-            if item.get("type") == "snapshot" and "gpu" in item}
-
-
-def _sampler_items(text: str) -> list[dict[str, Any]]:
-    out = []
-    for raw in text.splitlines():
-        try:
-            item = json.loads(raw)
-        except json.JSONDecodeError:
-            continue  # a line cut when the host went away
-        if isinstance(item, dict):
-            out.append(item)
-    return out
+    return {s.phase: s.gpu for s in read_sampler(text).snapshots if s.gpu is not None}
 
 
 class TelemetryObserver:

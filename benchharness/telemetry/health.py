@@ -407,18 +407,9 @@ def split_rails(counters: Mapping[str, int], objects: Mapping[str, list[str]],
 
 def snapshot_seconds(sampler_output: str) -> float | None:
     """Seconds between the sampler's start and end counter snapshots (their ``ts``), if both exist."""
-    import json
+    from benchharness.telemetry.parsers.sampler import read_sampler
 
-    times: dict[str, float] = {}
-    for line in sampler_output.splitlines():
-        if '"snapshot"' not in line:
-            continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if item.get("type") == "snapshot" and isinstance(item.get("ts"), int | float):
-            times[str(item.get("phase"))] = float(item["ts"])
+    times = {s.phase: s.ts for s in read_sampler(sampler_output).snapshots}
     if "start" in times and "end" in times and times["end"] > times["start"]:
         return times["end"] - times["start"]
     return None

@@ -18,6 +18,7 @@ from typing import Any
 from benchharness.core.naming import safe_name
 from benchharness.telemetry.counters import delta
 from benchharness.telemetry.parsers._counter_names import base_name
+from benchharness.telemetry.parsers.sampler import read_sampler
 
 #: Per-queue and per-channel counters (mlx5 ``rx3_bytes``, ``ch12_events``; ice ``tx_queue_5_packets``):
 #: the per-port counters already sum them.
@@ -27,20 +28,7 @@ _PHASE_ORDER = {"start": 0, "interval": 1, "end": 2}
 
 def snapshots(sampler_output: str) -> list[tuple[float, dict[str, int]]]:
     """The sampler's snapshot lines in time order: (wall seconds, counters)."""
-    found: list[tuple[int, float, dict[str, int]]] = []
-    for raw in sampler_output.splitlines():
-        if '"snapshot"' not in raw:
-            continue
-        try:
-            item = json.loads(raw)
-        except json.JSONDecodeError:
-            continue  # a line cut when the host went away
-        ts = item.get("ts") if isinstance(item, dict) else None
-        if item.get("type") != "snapshot" or not isinstance(ts, int | float):
-            continue
-        counters = {str(k): int(v) for k, v in (item.get("counters") or {}).items()
-                    if isinstance(v, int) and not isinstance(v, bool)}
-        found.append((_PHASE_ORDER.get(str(item.get("phase")), 1), float(ts), counters))
+    found = [(_PHASE_ORDER.get(s.phase, 1), s.ts, s.counters) for s in read_sampler(sampler_output).snapshots]
     found.sort(key=lambda f: (f[1], f[0]))
     return [(ts, counters) for _, ts, counters in found]
 
