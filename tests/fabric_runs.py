@@ -11,10 +11,12 @@ the time, h1's NIC warms 3 °C per minute.
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from benchharness.results.store import RunDir
+from tests.sampler_lines import HostTree, real_lines
 
 T0 = 1_767_000_000.0  # wall clock of the step's start
 SECONDS = 180
@@ -84,11 +86,14 @@ def build(root: Path, *, interval_samples: bool = True, series_every: float = 10
         if series_every:
             run.write_text(f"telemetry/series/{STEP}/{_safe(host)}.jsonl",
                            "".join(json.dumps(r) + "\n" for r in rows))
-        temps = "hwmon/hwmon3/mlx5/asic" if not evil else "hwmon/<i>mlx5</i>/asic"
-        lines = [{"ts": T0 + s, "interval_s": 1.0,
-                  "temps": {temps: 60.0 + (3.0 if host == "h1" else 0.5) * s / 60.0,
-                            "thermal/thermal_zone0/x86_pkg_temp": 50.0},
-                  "net": {"eth1": {"rx_gbps": 0.01, "tx_gbps": 0.01}}} for s in range(0, SECONDS, 2)]
+        # the real sampler's lines (tests/sampler_lines.py): the NIC chip warms 3 °C/min on h1
+        chip = "mlx5" if not evil else "<i>mlx5</i>"
+        slope = 3.0 if host == "h1" else 0.5
+        with tempfile.TemporaryDirectory() as tmp:
+            tree = HostTree(Path(tmp), netdev="eth1", temps={chip: 60.0, "coretemp": 50.0})
+            lines = real_lines(tree, T0, 2.0, [{"busy": [0.1], "gbps": 0.01,
+                                                "temps": {chip: 60.0 + slope * s / 60.0}}
+                                               for s in range(2, SECONDS + 1, 2)])
         run.write_text(f"telemetry/samples/{STEP}/{_safe(host)}.jsonl", "".join(json.dumps(x) + "\n" for x in lines))
     run.write_json(f"telemetry/counters/{STEP}.json", counters)
     return run
