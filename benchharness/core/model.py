@@ -116,6 +116,9 @@ class Host:
     #: The rest of the SSH view (transport.sshconfig): config_file, key_files, connect_timeout,
     #: keepalive_s, keepalive_count, ignored options, target (the name ssh_config was read for).
     ssh: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    #: A rail view's host's every NIC (``on_rail`` keeps them): traffic beside a measurement may
+    #: load a neighbouring rail of the same host (``neighbour_view``).
+    host_rails: tuple[Rail, ...] = field(default=(), compare=False, hash=False)
 
     @property
     def traffic_ip(self) -> str:
@@ -153,7 +156,21 @@ class Host:
         merged.update({k: v for k, v in values.items() if v is not None})  # unset: tools' defaults
         if rail.nearest_gpus:
             merged["nearest_gpus"] = list(rail.nearest_gpus)
-        return dataclasses.replace(self, data_ip=rail.data_ip or self.data_ip, vars=merged, rails=(rail,))
+        return dataclasses.replace(self, data_ip=rail.data_ip or self.data_ip, vars=merged, rails=(rail,),
+                                   host_rails=self.host_rails or self.rails)
+
+    def neighbour_view(self) -> Host | None:
+        """The rail view of the next NIC of this rail view's host (the last rail's is the first),
+        or None for a host with one NIC."""
+        rails = self.host_rails
+        if len(rails) < 2 or len(self.rails) != 1:
+            return None
+        here = next((i for i, r in enumerate(rails) if r.index == self.rails[0].index), None)
+        if here is None:
+            return None
+        whole = dataclasses.replace(self, rails=rails, host_rails=(), vars={
+            k: v for k, v in self.vars.items() if k != "rail"})
+        return whole.on_rail(rails[(here + 1) % len(rails)])
 
     @property
     def rail(self) -> str | None:

@@ -11,6 +11,19 @@ inventory's ``numa_node`` with numactl, else the node sysfs gives); the node it 
 stderr (``BENCH_NUMA=<n>``), so records carry it.
 
 Each ``ib_*`` test is one entry of ``TESTS`` here (``ib_atomic_bw`` is no module of its own).
+
+Message rate at a NIC's scale (how NIC vendors measure Mpps): many QPs (``qps: 8``, ``-q``), a post
+list (``post_list: 32``, ``-l``: that many work requests per ``ibv_post_send``), CQ moderation
+(``cq_mod: 8``, ``-Q``: one completion per that many) and ``processes: N`` perftest pairs per rail,
+each on its own port and pinned to the NIC's NUMA node. A rail's sample is the sum of its
+processes (``msg_rate_mpps``, ``bw_avg_gbps``); each process's own row follows as ``kind:
+process``. ``rate_limit: 95%`` paces bursts at that share of the rail's line rate (inventory
+``nic_line_rate_gbps``) instead of a fixed figure.
+
+Latency under load (``load: same | neighbour | both`` on a ``*_lat`` test): bulk ``ib_write_bw``
+(``load_qps`` QPs of ``load_size``) between the same two hosts on the probe's rail, on the next
+rail of each host (``Host.neighbour_view``), or on both, started ``load_lead`` before the probe and
+running ``load_duration``; its figures are ``kind: load`` samples, outside the probe's checks.
 """
 
 from __future__ import annotations
@@ -82,6 +95,31 @@ def _is_bw(test: str) -> bool:
     return test.endswith("_bw")
 
 
+#: ``load``: where bulk traffic runs beside a latency test (the probe's rail, the next rail, both).
+LOADS = ("same", "neighbour", "both")
+
+
+def _whole(name: str, value: Any, low: int) -> int | None:
+    """``value`` as a whole number >= ``low`` (None stays None); ValueError naming ``name``."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ValueError(f"{name}: a whole number >= {low}, not {value!r}")
+    return value
+
+
+def rate_limit_gbps(value: Any, host: Host) -> str:
+    """perftest's ``--rate_limit`` figure: a number as given, or ``N%`` of the rail's line rate."""
+    text = str(value).strip()
+    if not text.endswith("%"):
+        return text
+    rate = host.var("nic_line_rate_gbps")
+    if rate is None:
+        raise ValueError(f"rate_limit: {text} of the line rate: host {host.name} {host.rail or 'rail0'} has no "
+                         "nic_line_rate_gbps in the inventory")
+    return f"{float(text[:-1]) / 100.0 * float(rate):g}"
+
+
 class PerftestAdapter:
     """Adapter for linux-rdma perftest; see the module docstring."""
 
@@ -92,7 +130,8 @@ class PerftestAdapter:
         "qps": 1, "report_gbits": True, "rdma_cm": False, "connection": None, "mtu": None,
         "tx_depth": None, "use_cuda": None, "use_rocm": None, "rate_limit": None,
         "burst_size": None, "rate_units": None, "rate_limit_type": None, "gpu_memory": None,
-        "cpu_util": False, "out_json": False,
+        "cpu_util": False, "out_json": False, "post_list": None, "cq_mod": None, "processes": 1,
+        "load": None, "load_qps": 4, "load_size": "1M", "load_duration": "15s", "load_lead": "2s",
         "numa": True, "extra_args": None, "timeout": None, "tclass": None,
     }
     patterns: Sequence[str] = ("pairs", "all-pairs", "ring", "incast", "self")
@@ -122,6 +161,33 @@ class PerftestAdapter:
         qps = params.get("qps")
         if qps is not None and (not isinstance(qps, int) or isinstance(qps, bool) or qps < 1):
             raise ValueError(f"qps: a whole number >= 1, not {qps!r}")
+        for name in ("post_list", "cq_mod", "processes", "load_qps"):
+            _whole(name, params.get(name), 1)
+        rate = params.get("rate_limit")
+        if rate is not None:
+            text = str(rate).strip().rstrip("%")
+            try:
+                ok = not isinstance(rate, bool) and float(text) > 0
+            except ValueError:
+                ok = False
+            if not ok or (str(rate).strip().endswith("%") and params.get("rate_units") not in ("g", None)):
+                raise ValueError(f"rate_limit: a rate > 0, or a share of the line rate such as '95%' "
+                                 f"(Gbit/s, rate_units: g), not {rate!r}")
+        if not bw:
+            used_bw = [f for f in ("post_list", "cq_mod") if params.get(f) is not None]
+            used_bw += ["processes"] if (params.get("processes") or 1) != 1 else []
+            if used_bw:
+                raise ValueError(f"{', '.join(used_bw)}: only bandwidth (message-rate) tests take it, not {test}")
+        if params.get("load") is not None:
+            if params["load"] not in LOADS:
+                raise ValueError(f"load: one of {', '.join(LOADS)} (bulk traffic beside a latency test), "
+                                 f"not {params['load']!r}")
+            if bw:
+                raise ValueError(f"load: bulk traffic runs beside a latency test (*_lat), not {test}")
+            for name in ("load_duration", "load_lead"):
+                if parse_duration(params[name]) <= 0:
+                    raise ValueError(f"{name}: must be > 0 seconds")
+            parse_size(params["load_size"])
         duration = params.get("duration")
         iters = params.get("iters")
         if duration is not None and iters is None and parse_duration(duration) <= 0:
@@ -211,9 +277,17 @@ class PerftestAdapter:
                 args.append("--report_gbits")
             if params.get("tx_depth") is not None:
                 args += ["-t", str(params["tx_depth"])]
-            for opt in ("rate_limit", "burst_size", "rate_units", "rate_limit_type"):
+            if params.get("post_list") is not None:
+                args += ["-l", str(params["post_list"])]
+            if params.get("cq_mod") is not None:
+                args += ["-Q", str(params["cq_mod"])]
+            if params.get("rate_limit") is not None:
+                args.append(f"--rate_limit={rate_limit_gbps(params['rate_limit'], host)}")
+            for opt in ("burst_size", "rate_units", "rate_limit_type"):
                 if params.get(opt) is not None:
                     args.append(f"--{opt}={params[opt]}")
+            if str(params.get("rate_limit") or "").strip().endswith("%") and params.get("rate_units") is None:
+                args.append("--rate_units=g")  # a share of the line rate is in Gbit/s
         if params.get("rdma_cm"):
             args.append("-R")
         if params.get("connection"):
@@ -254,24 +328,63 @@ class PerftestAdapter:
         seconds = sum(2.0 + iters * s * 8 * factor / 1e9 for s in sizes)
         return round(30.0 + seconds, 1)
 
-    def _pairs(self, step: Step) -> list[tuple[Host, Host, int]]:
-        """(server, client, port) for each perftest instance of the step."""
+    @staticmethod
+    def _loads(params: Mapping[str, Any]) -> tuple[str, ...]:
+        """The rails a latency test's bulk load runs on: ``same``, ``neighbour``, or both."""
+        load = params.get("load")
+        return () if load is None else ("same", "neighbour") if load == "both" else (str(load),)
+
+    def ports_per_flow(self, params: Mapping[str, Any], hosts: Sequence[Host]) -> int:
+        """Server ports one pair takes (the planner reserves them): one per process, one per load flow."""
+        merged = {**self.params, **{k: v for k, v in params.items() if v is not None}}
+        return int(merged.get("processes") or 1) + len(self._loads(merged))
+
+    def _pairs(self, step: Step, processes: int = 1) -> list[tuple[Host, Host, int]]:
+        """(server, client, port) for each perftest instance of the step (``processes`` per pair)."""
         if not step.hosts:
             raise ValueError(f"step {step.id}: no hosts")
         if len(step.hosts) == 1:  # self: server and client on one host
-            return [(step.hosts[0], step.hosts[0], step.port)]
-        if step.pattern == "incast":
-            receiver = step.hosts[0]
-            return [(receiver, sender, step.port + i) for i, sender in enumerate(step.hosts[1:])]
-        return [(step.hosts[0], step.hosts[1], step.port)]
+            base = [(step.hosts[0], step.hosts[0])]
+        elif step.pattern == "incast":
+            base = [(step.hosts[0], sender) for sender in step.hosts[1:]]
+        else:
+            base = [(step.hosts[0], step.hosts[1])]
+        return [(server, client, step.port + i * processes + j)
+                for i, (server, client) in enumerate(base) for j in range(processes)]
+
+    def _load_commands(self, step: Step, params: Mapping[str, Any], timeout: float) -> list[Command]:
+        """Bulk ib_write_bw beside a latency probe: a server and a client per loaded rail."""
+        server, client = step.hosts[0], step.hosts[-1]
+        seconds = max(1, math.ceil(parse_duration(params["load_duration"])))
+        bulk = {**self.params, "test": "ib_write_bw", "size": params["load_size"], "duration": seconds,
+                "qps": params["load_qps"], "tclass": params.get("tclass"), "numa": params.get("numa", True),
+                "rdma_cm": params.get("rdma_cm"), "gpu_memory": params.get("gpu_memory")}
+        out: list[Command] = []
+        for k, where in enumerate(self._loads(params)):
+            dst, src = (server, client) if where == "same" else (server.neighbour_view(), client.neighbour_view())
+            if dst is None or src is None:
+                raise ValueError(f"step {step.id}: load: neighbour needs hosts with several rails "
+                                 f"({server.name} has {len(server.host_rails) or 1})")
+            port = step.port + 1 + k
+            tag = f"{where}-{dst.rail or 'rail0'}"
+            out.append(Command(host=dst, role="load-server", background=True, ready_pattern=READY_PATTERN,
+                               argv=("stdbuf", "-oL", *self.numa_prefix(bulk, dst), *self.tool_args(bulk, dst, port)),
+                               timeout_s=seconds + timeout + 60.0, label=f"load-server-{tag}"))
+            out.append(Command(host=src, role="load", timeout_s=seconds + 60.0, label=f"load-{tag}",
+                               argv=(*self.numa_prefix(bulk, src), *self.tool_args(bulk, src, port), dst.traffic_ip)))
+        return out
 
     def commands(self, step: Step, launcher: str = "ssh") -> list[Command]:
-        """Server commands (background, with a ready pattern) first, then the clients."""
+        """Server commands (background, with a ready pattern) first, then the clients; a latency
+        probe with ``load`` starts ``load_lead`` after its bulk load."""
         params = self._p(step)
-        pairs = self._pairs(step)
+        pairs = self._pairs(step, int(params.get("processes") or 1))
         timeout = self.timeout_s(params)
         many = len(pairs) > 1 or pairs[0][0] == pairs[0][1]
-        servers, clients = [], []
+        load = self._load_commands(step, params, timeout) if params.get("load") else []
+        lead = parse_duration(params["load_lead"]) if load else 0.0
+        servers = [c for c in load if c.background]
+        clients = [c for c in load if not c.background]
         for server, client, port in pairs:
             tag = f"-p{port}" if many else ""
             s_argv = ["stdbuf", "-oL", *self.numa_prefix(params, server),
@@ -286,7 +399,7 @@ class PerftestAdapter:
                 c_argv = ["sh", "-c", _JSON_SCRIPT, "bench-json", path,
                           *c_argv[:len(c_argv) - 1], "--out_json", f"--out_json_file={path}",
                           c_argv[-1]]
-            clients.append(Command(host=client, role="client", argv=tuple(c_argv),
+            clients.append(Command(host=client, role="client", argv=tuple(c_argv), start_delay_s=lead,
                                    timeout_s=timeout, label=f"client-{client.name}{tag}"))
         return servers + clients
 
@@ -313,10 +426,10 @@ class PerftestAdapter:
         (the client then only says that it could not connect).
         """
         params = self._p(step)
-        servers = {r.command.label: r for r in results if r.command.role == "server"}
+        servers = {r.command.label: r for r in results if r.command.role in ("server", "load-server")}
         records: list[Record] = []
         for res in results:
-            if res.command.role != "client":
+            if res.command.role not in ("client", "load"):
                 continue
             try:
                 rows = pp.parse_output(res.stdout, res.stderr, res.rc,
@@ -334,17 +447,24 @@ class PerftestAdapter:
                     f"timed out after {res.command.timeout_s:.0f} s" if res.timed_out
                     else f"exit code {res.rc}")
             server = self._server_of(res, servers)
+            load = res.command.role == "load"
             for row in rows:
                 rec: Record = step.sample_labels()
                 rec.update({"perftest_test": params["test"], "bidir": bool(params.get("bidir")),
                             "client_host": res.command.host.name,
                             "server_host": server.command.host.name if server else None})
                 rec.update(row)
-                rec["perftest_test"] = params["test"]
+                rec["perftest_test"] = "ib_write_bw" if load else params["test"]
+                if load:  # bulk traffic beside the probe: its own kind, outside the probe's checks
+                    rec.update({"kind": "load", "load_flow": res.command.label, "load_rail": res.command.host.rail})
+                elif params.get("load"):
+                    rec["load"] = params["load"]
                 if warning is not None:
                     rec["tool_warning"] = warning
+                rec["port"] = int(res.command.argv[res.command.argv.index("-p") + 1])
                 records.append(rec)
-        return records
+        processes = int(params.get("processes") or 1)
+        return sum_processes(records, processes) if processes > 1 else records
 
     @staticmethod
     def _server_of(client: CommandResult, servers: Mapping[str, CommandResult]) -> CommandResult | None:
@@ -374,6 +494,45 @@ class PerftestAdapter:
     def parse_text(self, text: str) -> list[Record]:
         """Records from one saved perftest output (stdout, or stdout and stderr together)."""
         return pp.parse_text(text)
+
+
+#: Figures that add up over the processes of one rail pair (peaks do not: each process peaks alone).
+_SUMMED = ("msg_rate_mpps", "bw_avg_gbps", "bw_avg_MBps_tool", "iterations")
+
+
+def sum_processes(records: Sequence[Record], processes: int) -> list[Record]:
+    """One sample per rail pair and size: the sum of its ``processes`` perftest processes.
+
+    Rows group by (client, server, size, report part); ``msg_rate_mpps``, ``bw_avg_gbps`` and
+    ``iterations`` add up, ``processes`` says how many were summed (fewer than asked: ``partial``).
+    Each process's own row follows as ``kind: process``; ``kind: load`` rows pass through.
+    """
+    groups: dict[tuple[Any, ...], list[Record]] = {}
+    passthrough: list[Record] = []
+    for rec in records:
+        if rec.get("kind") == "load":
+            passthrough.append(rec)
+            continue
+        key = (rec.get("client_host"), rec.get("server_host"), rec.get("size_bytes"), rec.get("report_part"))
+        groups.setdefault(key, []).append(rec)
+    out: list[Record] = []
+    for rows in groups.values():
+        total: Record = {k: v for k, v in rows[0].items() if k not in ("port", "bw_peak_gbps", "bw_peak_MBps_tool")}
+        for field in _SUMMED:
+            values = [r[field] for r in rows
+                      if isinstance(r.get(field), int | float) and not isinstance(r.get(field), bool)]
+            if values:
+                total[field] = round(sum(values), 6) if isinstance(values[0], float) else sum(values)
+        total["processes"] = len(rows)
+        if len(rows) < processes:
+            total["partial"] = True
+            total["partial_reason"] = f"{len(rows)} of {processes} processes reported"
+        warnings = [str(r["tool_warning"]) for r in rows if r.get("tool_warning")]
+        if warnings:
+            total["tool_warning"] = "; ".join(dict.fromkeys(warnings))
+        out.append(total)
+        out.extend({**r, "kind": "process", "process": j} for j, r in enumerate(rows))
+    return out + passthrough
 
 
 ADAPTER = PerftestAdapter()

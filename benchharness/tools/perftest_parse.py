@@ -83,6 +83,10 @@ _FLAT_FACTS: dict[str, tuple[str, Any]] = {
     "Transport type": ("transport", str),
     "Connection type": ("connection", str),
     "Number of qps": ("qps", int),
+    # printed only when set above 1 (-l) and on bandwidth tests (-Q): how a message rate was reached
+    "Post List": ("post_list", int),
+    "CQ Moderation": ("cq_mod", int),
+    "TX depth": ("tx_depth", int),
 }
 
 
