@@ -136,3 +136,13 @@ def test_the_shipped_acceptance_suite_loads_with_line_rate_thresholds() -> None:
     assert any(c.minimum and c.minimum.reference == "line_rate" for c in bandwidth)
     assert any(c.maximum and c.metric.startswith("lat_p99") for c in checks)
     assert any(c.regression for c in checks)
+
+
+def test_a_share_of_the_rated_message_rate_needs_a_packet_rate_metric() -> None:
+    from benchharness.config.thresholds import CheckError, parse_check
+
+    check = parse_check({"metric": "msg_rate_mpps", "min": "90% nic_msg_rate"})
+    assert check.minimum is not None and check.minimum.reference == "nic_msg_rate"
+    assert check.minimum.value == pytest.approx(0.9)
+    with pytest.raises(CheckError, match="packet-rate metric"):
+        parse_check({"metric": "bw_avg_gbps", "min": "90% nic_msg_rate"})

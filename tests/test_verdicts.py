@@ -186,3 +186,20 @@ def test_console_summary_names_failed_and_passed_hosts(tmp_path: Path) -> None:
     lines = summary_lines(evaluate(run, run.run_info()))
     assert lines == ["acceptance: FAIL (1 failed checks of 4)", "  hosts FAILED: gpu03",
                      "  hosts passed: gpu01, gpu02, gpu04"]
+
+
+def test_message_rate_against_the_nics_rated_figure(tmp_path: Path) -> None:
+    """Known truth: at 64 KiB every pair moves 360 * 65536 / (65536 + 4096) Gbit/s, i.e. 0.6429 Mpps;
+    gpu03's pairs half of it. Rated 0.7 Mpps, 85% of it is 0.595: gpu03 fails, the others pass."""
+    check = {"metric": "msg_rate_mpps", "sizes": "64K", "min": "85% nic_msg_rate"}
+    run = runs.make_run(tmp_path / "r", H4, checks=[check], host_factor={"gpu03": 0.5}, msg_rate=0.7, noise=0.0)
+    verdicts = evaluate(run, run.run_info())
+    mine = by(verdicts, "msg_rate_mpps >= 85% nic_msg_rate [64K]")
+    assert failed_hosts(verdicts) == {"gpu03"} and set(mine) == set(H4)
+    rate = 360 * 65536 / (65536 + 4096) * 1e3 / 8 / 65536
+    assert mine["gpu01"].value == pytest.approx(rate) and mine["gpu01"].limit == pytest.approx(0.595)
+    assert mine["gpu03"].value == pytest.approx(rate / 2) and "rated 0.7 Mpps" in mine["gpu03"].message
+    unrated = runs.make_run(tmp_path / "u", H4, checks=[check])
+    fails = [v for v in evaluate(unrated, unrated.run_info()) if v.check.startswith("msg_rate_mpps")]
+    assert {v.host for v in fails if v.status == "fail"} == set(H4)
+    assert all("set nic_msg_rate_mpps in the inventory" in v.message for v in fails)

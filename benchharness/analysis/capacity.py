@@ -51,3 +51,25 @@ def capacity_gbps(hosts: Sequence[str], rates: Mapping[str, float], *, group: bo
     if bidir:
         return 2 * rate, f"2 x {what} {rate:g} Gbit/s (both directions)"
     return rate, f"{what} {rate:g} Gbit/s"
+
+
+#: Inventory variable: the NIC's rated message rate (million messages/s), e.g. from its datasheet.
+MSG_RATE_VAR = "nic_msg_rate_mpps"
+
+
+def rated_msg_rate(hosts: Sequence[str], inventory: Mapping[str, Mapping[str, Any]], *,
+                   bidir: bool) -> tuple[float | None, str]:
+    """The rated message rate a unit over ``hosts`` (names or ``host.railN``) is held to: the lowest
+    ``nic_msg_rate_mpps`` of its hosts (per NIC; twice that when both directions are summed), and
+    how to describe it; None when a host's inventory lacks it."""
+    values = []
+    for name in hosts:
+        host = split_endpoint(name)[0]
+        try:
+            values.append(float((inventory.get(host) or {}).get(MSG_RATE_VAR)))  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            return None, f"{host}: no {MSG_RATE_VAR}"
+    if not values:
+        return None, "no hosts"
+    rate = min(values) * (2 if bidir else 1)
+    return rate, f"rated {rate:g} Mpps ({MSG_RATE_VAR}{', x2 both directions' if bidir else ''})"

@@ -24,7 +24,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchharness.analysis import path_spread, stragglers
-from benchharness.analysis.capacity import GROUP_PATTERNS, capacity_gbps, is_bidirectional
+from benchharness.analysis.capacity import (
+    GROUP_PATTERNS,
+    MSG_RATE_VAR,
+    capacity_gbps,
+    is_bidirectional,
+    rated_msg_rate,
+)
 from benchharness.analysis.verdict_context import Context
 from benchharness.analysis.verdicts_history import regression_verdicts
 from benchharness.config.thresholds import Check, Threshold, format_sizes, parse_check, parse_policy
@@ -69,6 +75,8 @@ def _reference(op: str, th: Threshold, metric: str, unit: Unit, found: Sequence[
         rate, what = capacity_gbps(unit.hosts, ctx.rates, group=group,
                                    bidir=is_bidirectional(dict(unit.case), spec))
         return (None, what) if rate is None else (rate / (gbps_factor(metric) or 1.0), what)
+    if th.reference == "nic_msg_rate":
+        return rated_msg_rate(unit.hosts, runview.inventory_hosts(ctx.info), bidir=is_bidirectional(dict(unit.case), spec))
     if th.reference == "best_peer":
         peers = [u.value for u in found if u.case == unit.case]
         best = max(peers) if higher_is_better(metric) else min(peers)
@@ -136,6 +144,12 @@ def bound_verdicts(test: str, check: Check, op: str, th: Threshold, found: Seque
                             if h not in ctx.rates and split_endpoint(h)[0] not in ctx.rates}):
             out.append(Verdict(name, "fail", f"{host}: no line rate known; set nic_line_rate_gbps in the "
                                f"inventory (or collect telemetry facts)", host=host, test=test))
+    elif unknown and th.reference == "nic_msg_rate":
+        inventory = runview.inventory_hosts(ctx.info)
+        for host in sorted({split_endpoint(h)[0] for u in unknown for h in u.hosts
+                            if (inventory.get(split_endpoint(h)[0]) or {}).get(MSG_RATE_VAR) is None}):
+            out.append(Verdict(name, "fail", f"{host}: no rated message rate known; set {MSG_RATE_VAR} in the "
+                               f"inventory (the NIC's datasheet figure)", host=host, test=test))
     elif unknown and not judged:
         base_run, _ = ctx.baseline()
         return [Verdict(name, "warn", f"baseline {base_run.path.name if base_run else '?'} has none of these "

@@ -14,7 +14,8 @@ A check in a suite (``checks:`` under a test)::
 A threshold is an absolute number in the metric's own unit (``370`` for ``bw_avg_gbps``) or a
 share of a reference: ``line_rate`` (the hosts' NIC line rate; bandwidth metrics only),
 ``best_peer`` (the best value of the same case in the same run), ``baseline`` (the same case in
-a baseline run).
+a baseline run), ``nic_msg_rate`` (the NIC's rated message rate, inventory ``nic_msg_rate_mpps``;
+``…_mpps`` metrics only).
 """
 
 from __future__ import annotations
@@ -26,10 +27,11 @@ from typing import Any
 
 from benchharness.core.units import format_size, parse_size
 
-REFERENCES = ("line_rate", "best_peer", "baseline")
+REFERENCES = ("line_rate", "best_peer", "baseline", "nic_msg_rate")
 _ALIASES = {"line_rate": "line_rate", "linerate": "line_rate", "line": "line_rate",
             "best_peer": "best_peer", "bestpeer": "best_peer", "best": "best_peer", "peer": "best_peer",
-            "baseline": "baseline", "base": "baseline"}
+            "baseline": "baseline", "base": "baseline",
+            "nic_msg_rate": "nic_msg_rate", "msg_rate": "nic_msg_rate", "rated_msg_rate": "nic_msg_rate"}
 STATS = ("median", "mean", "min", "max")
 CHECK_KEYS = ("name", "metric", "sizes", "min", "max", "stat", "where", "regression")
 _NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
@@ -204,6 +206,9 @@ def parse_check(raw: Mapping[str, Any]) -> Check:
             if bounds[key].reference == "line_rate" and gbps_factor(metric) is None:
                 raise CheckError(key, f"{key}: a line-rate share needs a bandwidth metric "
                                       f"(…_gbps, …_GBps), not {metric}")
+            if bounds[key].reference == "nic_msg_rate" and not metric.endswith("_mpps"):
+                raise CheckError(key, f"{key}: a share of the NIC's rated message rate needs a packet-rate "
+                                      f"metric (…_mpps, e.g. msg_rate_mpps), not {metric}")
     if not bounds:
         raise CheckError(None, f"check on {metric} needs min: or max:")
     sizes = None
