@@ -54,10 +54,6 @@ def pcie_speed_gts(text: str | None) -> float | None:
     return float(m.group(1)) if m else None
 
 
-#: PCIe generation by its per-lane rate.
-PCIE_GEN_BY_GTS = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
-
-
 def snake(name: str) -> str:
     """``Module temperature high alarm`` -> ``module_temperature_high_alarm``."""
     return re.sub(r"[^0-9a-z]+", "_", name.strip().lower()).strip("_")

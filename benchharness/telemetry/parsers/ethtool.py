@@ -1,11 +1,13 @@
-"""``ethtool DEV`` (link settings), ``ethtool -i DEV`` (driver info), ``ethtool -S DEV`` (statistics)."""
+"""``ethtool DEV`` (link settings), ``-i`` (driver info), ``-S`` (statistics), and the NIC's
+configuration: ``-k`` (offloads), ``-l`` (channels), ``-x`` (RSS indirection table, key and hash
+function), ``-g`` (rings) and ``-c`` (interrupt coalescing)."""
 
 from __future__ import annotations
 
 import re
 from typing import Any
 
-from benchharness.telemetry.parsers._common import clean_text, to_int
+from benchharness.telemetry.parsers._common import clean_text, snake, to_int
 from benchharness.telemetry.parsers._counter_names import highlights
 
 
@@ -83,4 +85,124 @@ def parse_stats(text: str) -> dict[str, Any]:
     return {"counters": counters, "highlights": highlights(counters)}
 
 
-PARSERS = {"ethtool": parse_settings, "ethtool-i": parse_driver_info, "ethtool-S": parse_stats}
+def _netdev(text: str, heading: str) -> str | None:
+    m = re.search(rf"^{heading} (?:for )?(\S+?):?\s*$", text, re.MULTILINE)
+    return m.group(1) if m else None
+
+
+def _value(text: str) -> int | str | None:
+    """``4096`` -> 4096 (a note pasted after the number is left out), ``n/a`` -> None, anything
+    else as printed (``off``)."""
+    text = text.strip()
+    m = re.match(r"^(-?\d+)(?:\s|$)", text)
+    if m:
+        return int(m.group(1))
+    return None if text.lower() in ("n/a", "") else text
+
+
+def parse_features(text: str) -> dict[str, Any]:
+    """``ethtool -k``: each feature on/off, the ``[fixed]`` ones (the driver cannot change them)
+    and ``[requested on]`` wishes the device could not grant. Old ``Offload parameters for``
+    output and grepped excerpts read the same way."""
+    text = clean_text(text)
+    features: dict[str, bool] = {}
+    fixed: list[str] = []
+    requested: dict[str, bool] = {}
+    for line in text.splitlines():
+        m = re.match(r"^\s*([A-Za-z0-9][\w-]*(?: [\w-]+)*):\s+(on|off)(?:\s+\[(fixed|requested (?:on|off))\])?\s*$",
+                     line)
+        if not m:
+            continue
+        name = m.group(1).replace(" ", "-")
+        features[name] = m.group(2) == "on"
+        if m.group(3) == "fixed":
+            fixed.append(name)
+        elif m.group(3):
+            requested[name] = m.group(3).endswith("on")
+    return {"netdev": _netdev(text, "(?:Features|Offload parameters)"), "features": features,
+            "fixed": fixed, "requested": requested}
+
+
+def _sections(text: str) -> dict[str, dict[str, Any]]:
+    """``Pre-set maximums:`` / ``Current hardware settings:`` blocks of ``-l`` and ``-g``."""
+    out: dict[str, dict[str, Any]] = {"max": {}, "current": {}}
+    section: str | None = None
+    for line in text.splitlines():
+        if re.match(r"^\s*Pre-set maximums:", line):
+            section = "max"
+        elif re.match(r"^\s*Current hardware settings:", line):
+            section = "current"
+        elif section and ":" in line:
+            key, _, value = line.partition(":")
+            out[section][snake(key)] = _value(value)
+    return out
+
+
+def parse_channels(text: str) -> dict[str, Any]:
+    """``ethtool -l``: RX/TX/Other/Combined channels, maximum and current (None: ``n/a``)."""
+    text = clean_text(text)
+    return {"netdev": _netdev(text, "Channel parameters"), **_sections(text)}
+
+
+def parse_rings(text: str) -> dict[str, Any]:
+    """``ethtool -g``: ring sizes (rx, tx, rx_mini, rx_jumbo ...), maximum and current."""
+    text = clean_text(text)
+    return {"netdev": _netdev(text, "Ring parameters"), **_sections(text)}
+
+
+def parse_coalesce(text: str) -> dict[str, Any]:
+    """``ethtool -c``: adaptive RX/TX, CQE mode and every ``rx-usecs``-like setting (None: ``n/a``)."""
+    text = clean_text(text)
+    out: dict[str, Any] = {"netdev": _netdev(text, "Coalesce parameters"), "settings": {}}
+    for line in text.splitlines():
+        pair = re.match(r"^\s*(Adaptive|CQE mode)\s+RX:\s*(\S+)\s+TX:\s*(\S+)", line)
+        if pair:
+            key = snake(pair.group(1))
+            for side, value in (("rx", pair.group(2)), ("tx", pair.group(3))):
+                out[f"{key}_{side}"] = {"on": True, "off": False}.get(value)
+            continue
+        m = re.match(r"^\s*([a-z][\w-]*):\s*(\S+)\s*$", line)
+        if m:
+            out["settings"][m.group(1)] = _value(m.group(2))
+    return out
+
+
+def parse_rss(text: str) -> dict[str, Any]:
+    """``ethtool -x``: the RX flow hash indirection table (entry -> ring), the rings it spreads
+    over, the RSS hash key (hex) and the hash function in use. Rows elided as ``...`` leave
+    ``elided`` true: the table's size and rings are then a lower bound."""
+    text = clean_text(text)
+    out: dict[str, Any] = {"netdev": None, "rx_rings": None, "table": [], "elided": False, "key": None,
+                           "hash_function": None, "functions": {}}
+    m = re.search(r"indirection table for (\S+) with (\d+) RX ring", text)
+    if m:
+        out["netdev"], out["rx_rings"] = m.group(1), int(m.group(2))
+    part = None
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("RX flow hash indirection table"):
+            part = "table"
+        elif stripped.startswith("RSS hash key:"):
+            part = "key"
+        elif stripped.startswith("RSS hash function:"):
+            part = "function"
+        elif stripped.startswith("RSS input transformation:"):
+            part = None
+        elif part == "table" and re.match(r"^\d+:(\s+\d+)+$", stripped):
+            out["table"].extend(int(v) for v in stripped.split(":", 1)[1].split())
+        elif part == "table" and stripped in ("...", "…"):
+            out["elided"] = True
+        elif part == "key" and re.fullmatch(r"[0-9a-fA-F]{2}(?::[0-9a-fA-F]{2})*", stripped):
+            out["key"] = stripped.lower()
+        elif part == "function" and (fm := re.match(r"^([\w-]+):\s*(on|off)$", stripped)):
+            out["functions"][fm.group(1)] = fm.group(2) == "on"
+    on = [name for name, state in out["functions"].items() if state]
+    out["hash_function"] = on[0] if len(on) == 1 else None
+    out["table_size"] = len(out["table"]) or None
+    out["rings_used"] = sorted(set(out["table"]))
+    return out
+
+
+PARSERS = {"ethtool": parse_settings, "ethtool-i": parse_driver_info, "ethtool-S": parse_stats,
+           "ethtool-k": parse_features, "ethtool-l": parse_channels, "ethtool-x": parse_rss,
+           "ethtool-g": parse_rings, "ethtool-c": parse_coalesce}

@@ -1,11 +1,16 @@
-"""``lspci -vvv``: per device PCIe link capability and status, payload sizes and NUMA node."""
+"""``lspci -vvv``: per device PCIe link capability and status, payload sizes and NUMA node.
+
+The one reader of lspci's text: ``bench parse lspci`` and the probe's raw ``lspci -vvv -s BDF``
+of each NIC (``device_of``, used by ``telemetry/nic_config.py``) both go through ``parse_lspci``.
+"""
 
 from __future__ import annotations
 
 import re
 from typing import Any
 
-from benchharness.telemetry.parsers._common import PCIE_GEN_BY_GTS, clean_text, pcie_speed_gts
+from benchharness.core.pcie import gen_of
+from benchharness.telemetry.parsers._common import clean_text, pcie_speed_gts
 
 _HEADER = re.compile(r"^((?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+(.+?):\s+(.*)$")
 _SPEED = re.compile(r"Speed\s+([0-9.]+GT/s|unknown)(?:\s*\(([^)]*)\))?", re.IGNORECASE)
@@ -18,7 +23,7 @@ def _link(line: str) -> dict[str, Any]:
     gts = pcie_speed_gts(speed.group(1)) if speed else None
     out: dict[str, Any] = {
         "speed_gts": gts,
-        "gen": PCIE_GEN_BY_GTS.get(gts) if gts else None,
+        "gen": gen_of(gts),
         "width": int(width.group(1)) if width else None,
     }
     notes = [m.group(2) for m in (speed, width) if m and m.group(2)]
@@ -67,15 +72,18 @@ def _headerless(lines: list[str]) -> list[dict[str, Any]]:
     """``lspci -vvv | grep 'LnkCap\\|LnkSta'`` output: one device per LnkCap/LnkSta pair, no address."""
     groups: list[list[str]] = []
     seen: set[str] = set()
+    pending: list[str] = []  # DevCap/DevCtl lines come before their device's LnkCap
     for line in lines:
         kind = "cap" if re.search(r"\bLnkCap:", line) else "sta" if re.search(r"\bLnkSta:", line) else None
         if kind and (not groups or kind in seen or (kind == "cap" and "sta" in seen)):
-            groups.append([])
-            seen = set()
+            groups.append(pending)
+            pending, seen = [], set()
         if kind:
             seen.add(kind)
         if groups:
             groups[-1].append(line)
+        if not groups or "sta" in seen:
+            pending.append(line)
     return [parse_device(None, (None, None), body) for body in groups]
 
 
@@ -102,6 +110,12 @@ def parse_lspci(text: str) -> list[dict[str, Any]]:
     if current:
         devices.append(parse_device(current[0], current[1], body))
     return devices
+
+
+def device_of(text: str) -> dict[str, Any] | None:
+    """The one device of ``lspci -vvv -s BDF`` output (None when lspci printed none)."""
+    devices = parse_lspci(text)
+    return devices[0] if devices else None
 
 
 PARSERS = {"lspci": parse_lspci}
