@@ -154,3 +154,55 @@ def test_a_suite_without_rails_on_an_8_rail_host_is_an_error(tmp_path: Path) -> 
     assert len(each.rounds) == 8 and {s.labels["rail"] for s in each.steps} == {f"rail{i}" for i in range(8)}
     with pytest.raises(UsageError, match="rails=sideways: expected one of aligned, each, cross, first"):
         load_suite(str(suite), {"rails": "sideways"})
+
+
+def _rails_of(plan: Plan, test: str) -> dict[str, list[Command]]:
+    """rail -> the commands of ``test``'s steps on that rail."""
+    out: dict[str, list[Command]] = {}
+    for step, cmd in commands(plan):
+        if step.test == test:
+            out.setdefault(str(step.labels.get("rail")), []).append(cmd)
+    return out
+
+
+@pytest.mark.parametrize("node", sorted(NODES))
+def test_message_rate_latency_under_load_and_line_rate_bursts_on_every_rail(node: str) -> None:
+    """Issue 33: message rate at a NIC's scale, RDMA latency under load (same and neighbouring rail)
+    and bursts near line rate are planned on all eight rails; the soak has a bandwidth floor."""
+    acceptance, bursty = plan_of("acceptance", f"{node}.ini"), plan_of("bursty", f"{node}.ini")
+    devices = [r.rdma_dev for r in acceptance.hosts[0].rails]
+    rails = {f"rail{i}" for i in range(8)}
+    msg = _rails_of(acceptance, "rdma-msg-rate")
+    assert set(msg) == rails
+    for rail, cmds in msg.items():
+        clients = [c for c in cmds if c.role == "client"]
+        per_step: dict[str, set[str]] = {}
+        for step, c in commands(acceptance):
+            if step.test == "rdma-msg-rate" and c.role == "client" and step.labels.get("rail") == rail:
+                per_step.setdefault(step.id, set()).add(str(_value(c.argv, "-p")))
+        assert per_step and all(len(ports) == 2 for ports in per_step.values())  # 2 processes, own ports
+        for c in clients:
+            assert (_value(c.argv, "-s"), _value(c.argv, "-q"), _value(c.argv, "-l"), _value(c.argv, "-Q")) \
+                == ("64", "8", "32", "8")
+            assert _value(c.argv, "-d") == devices[int(rail[4:])] and c.argv[0] == "numactl"
+    loaded = _rails_of(acceptance, "rdma-lat-under-load")
+    assert set(loaded) == rails
+    for rail, cmds in loaded.items():
+        i = int(rail[4:])
+        assert {_value(c.argv, "-d") for c in cmds if c.role == "load"} == {devices[i], devices[(i + 1) % 8]}
+        probe = [c for c in cmds if c.role == "client"]
+        assert probe and all("ib_send_lat" in c.argv and c.start_delay_s > 0 for c in probe)
+        assert all(any(a.startswith(("--use_cuda=", "--use_rocm=")) for a in c.argv) for c in probe)
+    bursts = _rails_of(bursty, "rdma-burst")
+    assert set(bursts) == rails
+    for cmds in bursts.values():
+        clients = [c for c in cmds if c.role == "client"]
+        assert {a for c in clients for a in c.argv if a.startswith("--rate_limit=")} == \
+            {"--rate_limit=200", "--rate_limit=380"}  # 50% and 95% of 400 Gbit/s
+        assert all(_value(c.argv, "-q") == "8" for c in clients)
+    tcp = _rails_of(bursty, "tcp-burst")
+    assert set(tcp) == rails
+    assert all(len({_value(c.argv, "-p") for c in cmds if c.role == "client"}) == 4 for cmds in tcp.values())
+    soak = load_suite("soak")
+    floor = [c for t in soak.tests for c in (t.checks or []) if c.get("metric") == "bw_avg_gbps"]
+    assert floor and all("line_rate" in str(c.get("min")) for c in floor)

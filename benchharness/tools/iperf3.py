@@ -398,6 +398,10 @@ def _summed(rows: Sequence[Record]) -> Record:
             rec[key] = sum(values)
     if "duration_s" in rec:
         rec["duration_s"] = max(float(r.get("duration_s") or 0.0) for r in rows)
+    senders = [float(r["sender_cpu_pct"]) for r in rows if r.get("sender_cpu_pct") is not None]
+    if senders:  # the busiest sending process; bound when any one ran out of its core
+        rec["sender_cpu_pct"] = max(senders)
+        rec["sender_cpu_bound"] = any(bool(r.get("sender_cpu_bound")) for r in rows)
     jitters = [r["jitter_ms"] for r in rows if r.get("jitter_ms") is not None]
     if jitters:
         rec["jitter_ms"] = max(jitters)

@@ -192,6 +192,20 @@ def _metrics(s: Mapping[str, Any]) -> Record:
     return rec
 
 
+#: A sending iperf3 at or above this share of a core (``cpu_utilization_percent``) ran out of CPU:
+#: the sender, not the NIC or the path, set the packet rate (iperf3 < 3.16 sends from one thread).
+SENDER_CPU_BOUND_PCT = 90.0
+
+
+def sender_cpu(rec: Record, direction: str) -> Record:
+    """``sender_cpu_pct`` (the sending end's iperf3 CPU: the client's for forward, the server's for
+    reverse) and ``sender_cpu_bound`` when it reached ``SENDER_CPU_BOUND_PCT``; {} when not reported."""
+    pct = rec.get("cpu_local_pct" if direction == "forward" else "cpu_remote_pct")
+    if not isinstance(pct, int | float) or isinstance(pct, bool):
+        return {}
+    return {"sender_cpu_pct": float(pct), "sender_cpu_bound": float(pct) >= SENDER_CPU_BOUND_PCT}
+
+
 def _cpu(end: Mapping[str, Any], remote: bool = True) -> Record:
     cpu = end.get("cpu_utilization_percent") or {}
     out: Record = {}
@@ -222,6 +236,7 @@ def _end_records(end: Mapping[str, Any], base: Record, reverse: bool) -> list[Re
             if "retransmits" in sent:
                 rec["retransmits"] = sent["retransmits"]
         rec.update(_cpu(end))
+        rec.update(sender_cpu(rec, direction))
         out.append(rec)
     return out
 

@@ -185,9 +185,9 @@ class PerftestAdapter:
             if bw:
                 raise ValueError(f"load: bulk traffic runs beside a latency test (*_lat), not {test}")
             for name in ("load_duration", "load_lead"):
-                if parse_duration(params[name]) <= 0:
+                if parse_duration(params.get(name) or self.params[name]) <= 0:
                     raise ValueError(f"{name}: must be > 0 seconds")
-            parse_size(params["load_size"])
+            parse_size(params.get("load_size") or self.params["load_size"])
         duration = params.get("duration")
         iters = params.get("iters")
         if duration is not None and iters is None and parse_duration(duration) <= 0:
