@@ -42,11 +42,13 @@ if ! command -v debootstrap >/dev/null; then
 fi
 
 root=${dir:-$(mktemp -d /var/tmp/bench-clean-root.XXXXXX)}
+bound=()
 mkdir -p "$root"
 cleanup() {
   # the chroot's mounts go first (recursively: /dev and /sys are rbind mounts), then the root
-  for m in dev sys proc run tmp; do
-    mountpoint -q "$root/$m" && umount -R "$root/$m" 2>/dev/null || umount -lR "$root/$m" 2>/dev/null || true
+  for m in dev sys proc run tmp "${bound[@]}"; do
+    m=${m#/}
+    if mountpoint -q "$root/$m"; then umount -R "$root/$m" 2>/dev/null || umount -lR "$root/$m" || true; fi
   done
   if ((keep)); then
     echo "clean_machine.sh: the root stays in $root" >&2
@@ -75,14 +77,42 @@ git ls-files -z --cached --others --exclude-standard | while IFS= read -r -d '' 
   [ -e "$f" ] && printf '%s\0' "$f"
 done | tar --null -T - -cf - | tar -xf - -C "$root/root/benchharness"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
+# what Debian's installer writes and debootstrap does not: without it "localhost" does not resolve
+printf '127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\tlocalhost ip6-localhost ip6-loopback\n' "$(hostname)" \
+  >"$root/etc/hosts"
+# How this machine reaches the package registries goes along, since a machine of its kind has it
+# too: local CA certificates (a new root's ca-certificates package picks them up), pip's
+# configuration, and the local package directories that configuration names (read-only).
+if [ -d /usr/local/share/ca-certificates ]; then
+  mkdir -p "$root/usr/local/share/ca-certificates"
+  cp -a /usr/local/share/ca-certificates/. "$root/usr/local/share/ca-certificates/"
+fi
+if [ -f /etc/ssl/certs/ca-certificates.crt ]; then
+  mkdir -p "$root/etc/ssl/certs" && cp /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/"
+fi
+for conf in /etc/pip.conf /etc/xdg/pip /root/.config/pip; do
+  [ -e "$conf" ] && mkdir -p "$root$(dirname "$conf")" && cp -a "$conf" "$root$(dirname "$conf")/"
+done
+local_dirs=$({ cat /etc/pip.conf /etc/xdg/pip/pip.conf /root/.config/pip/pip.conf 2>/dev/null; env | grep '^PIP_'; } |
+             grep -oE '(file://)?/[^ ,]+' | sed 's|^file://||' | sort -u)
+for d in $local_dirs; do
+  d=/$(echo "$d" | cut -d/ -f2-3)  # a package directory's top (an index's simple/ names files beside it)
+  [ -d "$d" ] || continue
+  case "$d" in /|/etc|/etc/*|/root|/root/*) continue ;; esac
+  mkdir -p "$root$d"
+  mountpoint -q "$root$d" || { mount --bind "$d" "$root$d" && mount -o remount,bind,ro "$root$d"; }
+  bound+=("$d")
+done
 mount -t proc proc "$root/proc"
 mount --rbind /sys "$root/sys" && mount --make-rslave "$root/sys"
 mount --rbind /dev "$root/dev" && mount --make-rslave "$root/dev"
 mount -t tmpfs tmpfs "$root/run"
 mount -t tmpfs tmpfs "$root/tmp"
 
+# this machine's network settings (proxies, CA bundles, pip's) and nothing else of its environment
+mapfile -t passed < <(env | grep -E '^(PIP_[A-Z_]+|[A-Z_]*CA_(BUNDLE|CERTS?)[A-Z_]*|SSL_CERT_(FILE|DIR)|(https?|no)_proxy|(HTTPS?|NO)_PROXY)=' || true)
 inside() {
-  chroot "$root" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
+  chroot "$root" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 "${passed[@]}" \
     PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     BENCH_TESTS_REQUIRE_REAL_PARTS=1 /bin/bash -c "cd /root/benchharness && $1"
 }

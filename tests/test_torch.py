@@ -14,13 +14,14 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from statistics import NormalDist
 
+import pandas as pd
 import pytest
 from torch_runs import captured, captured_run
 
 from benchharness.analysis import projection as pj
 from benchharness.analysis.comparison import compare
 from benchharness.config.inventory import load_inventory
-from benchharness.config.workloads import list_workloads, load_workload, workload_from
+from benchharness.config.workloads import Workload, list_workloads, load_workload, workload_from
 from benchharness.core.errors import ConfigError
 from benchharness.core.model import CommandResult, Host, Step
 from benchharness.results.store import RunDir
@@ -262,6 +263,71 @@ def test_ddp_prediction_matches_the_captured_proxy() -> None:
     assert exposed == pytest.approx(ddp["exposed_ms"], rel=0.2)
 
 
+# ---------------------------------------------------------------- what each parallel group crosses
+
+def _flat(busbw: float, nranks: int, per_node: int) -> pj.Curve:
+    return pj.Curve((1e6, 1e10), (busbw, busbw), nranks, ranks_per_node=per_node)
+
+
+def _dense(tensor: int) -> Workload:
+    """A 70B model on 1,024 GPUs of 8-GPU nodes, PP 4, with TP 8 or TP 1 (DP 32 or 256)."""
+    return workload_from({"name": f"tp{tensor}", "parameters": "70B", "gpus": 1024, "gpus_per_node": 8,
+                          "parallel": {"data": 1024 // (tensor * 4), "tensor": tensor, "pipeline": 4},
+                          "compute_ms_per_step": 9000, "steps": 1000, "overlap": 0.8, "bucket_mb": 25},
+                          "w.yaml")
+
+
+def _by_hand(w: Workload, busbw_gbs: float) -> float:
+    """Exposed gradient all-reduce ms, computed apart from the module: flat curves have no latency
+    term at the measured n, so each bucket takes b * 2(N-1)/N / busbw plus alpha * (hops(N) - hops(n))."""
+    grad = 70e9 * 2 / (w.tensor * 4)
+    bucket = 25 * (1 << 20)
+    sizes = [bucket] * int(grad // bucket) + ([grad - bucket * int(grad // bucket)] if grad % bucket else [])
+    n, n_meas = w.data, 16
+    alpha = 1e6 * 2 * (n_meas - 1) / n_meas / (busbw_gbs * 1e9) / (2 * (n_meas - 1))
+    times = [(s * 2 * (n - 1) / n / (busbw_gbs * 1e9) + alpha * (2 * (n - 1) - 2 * (n_meas - 1))) * 1e3
+             for s in sizes]
+    return max(times[-1], sum(times) - 0.8 * 9000 * 2 / 3)
+
+
+def test_a_tp8_group_moves_at_one_rails_rate_and_tp1_at_the_nodes() -> None:
+    """One NIC carries 45 GB/s of busbw; a node of 8 rails 360. TP 8: each DP group has one rank
+    per node, so it crosses one rail: 45 GB/s whether the run measured one rank per node or eight.
+    TP 1: eight ranks per node drive all eight rails: 360 GB/s."""
+    one_nic, node = _flat(45.0, 16, 1), _flat(360.0, 16, 8)
+    tp8, tp1 = _dense(8), _dense(1)
+    assert (tp8.dp_ranks_per_node, tp1.dp_ranks_per_node) == (1, 8)
+    assert pj.project(tp8, one_nic).exposed_ms == pytest.approx(_by_hand(tp8, 45.0), rel=0.01)
+    assert pj.project(tp8, node).exposed_ms == pytest.approx(_by_hand(tp8, 45.0), rel=0.01)
+    assert pj.project(tp1, node).exposed_ms == pytest.approx(_by_hand(tp1, 360.0), rel=0.01)
+    assert pj.project(tp1, one_nic).exposed_ms == pytest.approx(_by_hand(tp1, 360.0), rel=0.01)
+    # the old reading (the node's busbw for a TP 8 group) understated its time eightfold
+    assert _by_hand(tp8, 45.0) > 4 * _by_hand(tp8, 360.0)
+
+
+def test_swapping_the_one_nic_curve_changes_tp8_and_not_tp1(tmp_path: Path) -> None:
+    """A run that measured both shapes: TP 8's projection reads the one-rank-per-node curve, TP 1's
+    the node-wide one. A worse single NIC (half) therefore changes TP 8 only."""
+    def cells(one_nic: float) -> pd.DataFrame:
+        rows = []
+        for nranks, nhosts, busbw in ((2, 2, one_nic), (16, 2, 360.0)):
+            rows += [{"run": "A", "test": "t", "collective": "all_reduce", "metric": "busbw_GBps",
+                      "size_bytes": s, "median": busbw, "nranks": nranks, "nhosts": nhosts, "ratio": 1.0,
+                      "ratio_ci_low": 1.0, "ratio_ci_high": 1.0, "n": 3} for s in (1e6, 1e10)]
+        return pd.DataFrame(rows)
+
+    def project(w: Workload, one_nic: float) -> pj.Projection:
+        entry = pj.curves_from_cells(cells(one_nic), ["A"], w.dp_ranks_per_node)["A"]
+        return pj.project(w, entry["curve"])
+
+    # half the NIC: TP 8's gradient all-reduce takes twice as long (most of it hidden behind backward)
+    assert project(_dense(8), 22.5).comm_ms == pytest.approx(2 * project(_dense(8), 45.0).comm_ms, rel=0.01)
+    assert project(_dense(8), 22.5).step_ms > project(_dense(8), 45.0).step_ms
+    assert project(_dense(1), 22.5) == project(_dense(1), 45.0)
+    assert pj.curves_from_cells(cells(45.0), ["A"], 8)["A"]["curve"].ranks_per_node == 8
+    assert pj.curves_from_cells(cells(45.0), ["A"], 1)["A"]["curve"].ranks_per_node == 1
+
+
 # ---------------------------------------------------------------- the projection's interval
 
 def _sentence_and_row(runs: list[RunDir]) -> tuple[str, dict]:
@@ -441,7 +507,11 @@ def test_compare_reads_the_torch_suites_curves_and_intervals_cover_every_term(tm
     b = _synthetic_run(tmp_path / "b", "B", base, 5, 0.02, {"alltoall": {s: 5.0 for s in SIZES}})
     comp = compare([a, b], workload=w)
     proj = comp.projection
-    assert proj["notes"] == ["expert all-to-all: projected from each run's alltoall curve"]
+    # the synthetic runs have one rank per host: a TP 1 group of 8 ranks per node drives 8 NICs
+    assert proj["notes"][0] == "expert all-to-all: projected from each run's alltoall curve"
+    assert [n.split(": ", 1)[1] for n in proj["notes"][1:]] == [
+        "the 16 ranks, 1 per node curve x 8 (a DP group of 8 rank(s) per node with TP 1 drives "
+        "8 of the node's 8 NICs)"] * 2
     rows = proj["rows"]
     assert rows[1]["a2a_ms"] == pytest.approx(2 * rows[0]["a2a_ms"], rel=0.01)
     assert rows[1]["exposed_ms"] == pytest.approx(rows[0]["exposed_ms"], rel=0.01)

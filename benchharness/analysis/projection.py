@@ -21,6 +21,15 @@ Sources of the formulas:
   path and count in full; their bandwidth is taken from the run's all-to-all and send/recv curves
   (busbw factors (n-1)/n and 1) when every compared run measured them (suite ``torch``), else
   from the all-reduce curve, and the comparison's notes say which.
+- What each group crosses (``dp_bandwidth_factor``): ranks are placed tensor-parallel first
+  (Megatron-LM), so a data-parallel group has ``gpus_per_node / TP`` ranks per node and drives
+  that many GPUs' share of the node's rail-aligned NICs; its all-reduce moves at the measured
+  curve's busbw times (NICs the group drives / NICs the curve's ranks drove). A run's curves are
+  taken at the ranks per node nearest the group's (``curves_from_cells``), so with TP 8 a
+  one-rank-per-node curve is used as measured and a node-wide 8-rank curve is divided by its 8
+  rails; with TP 1 the 8-rank curve applies. All-to-all and send/recv busbw are per-rank figures,
+  and on rail-aligned nodes each rank has its own GPU's share of the NICs whatever the group's
+  shape, so they are used as measured.
 """
 
 from __future__ import annotations
@@ -43,6 +52,8 @@ class Curve:
     sizes: tuple[float, ...]
     busbw: tuple[float, ...]
     nranks: int
+    #: Ranks per node when it was measured (nranks / hosts): 1 is one NIC's curve, 8 a node's.
+    ranks_per_node: int = 1
 
     def at(self, size: float) -> float:
         """busbw at ``size``: log-log interpolation, flat beyond the measured ends."""
@@ -106,6 +117,22 @@ def ddp_exposed_ms(curve: Curve, grad_bytes: float, bucket_bytes: float, n: int,
     return comm, max(times[-1] if times else 0.0, comm - overlap * backward_ms)
 
 
+def nics_driven(w: Workload, ranks_per_node: int) -> float:
+    """NICs that ``ranks_per_node`` ranks of one group drive on a node, rail-aligned: each rank
+    its own GPU's share of the node's NICs (``nics / gpus_per_node``), at most all of them."""
+    return min(ranks_per_node, w.gpus_per_node) * w.nics / w.gpus_per_node
+
+
+def dp_bandwidth_factor(w: Workload, curve: Curve) -> float:
+    """What the data-parallel group's busbw is, as a share of ``curve``'s: the NICs one DP group
+    drives on a node over the NICs the curve's ranks drove. A ring's busbw across nodes is set by
+    the NICs each node's ranks use, not by the rank count (nccl-tests doc/PERFORMANCE.md: busbw is
+    the per-rank link figure; with one rank per node that link is one NIC). So with TP 8 on
+    8-GPU nodes a node-wide curve (8 ranks, 8 rails) is divided by 8: the group moves at one
+    rail's rate; with TP 1 the node curve applies as measured."""
+    return nics_driven(w, w.dp_ranks_per_node) / nics_driven(w, curve.ranks_per_node)
+
+
 def needs(w: Workload) -> dict[str, bool]:
     """Which critical-path terms the workload has: expert all-to-all, pipeline send/recv."""
     return {"alltoall": bool(w.expert > 1 and w.expert_layers and w.tokens_per_gpu and w.hidden),
@@ -120,7 +147,9 @@ def project(w: Workload, curve: Curve, parameters: float | None = None, alltoall
     params = parameters or w.parameters
     compute = w.compute_ms * params / w.parameters
     grad = params * w.dtype_bytes / (w.tensor * w.pipeline)  # one GPU's share of the gradients
-    comm, exposed = ddp_exposed_ms(curve, grad, w.bucket_mb * MIB, w.data, compute * 2 / 3, w.overlap, w.algorithm)
+    factor = dp_bandwidth_factor(w, curve)
+    dp_curve = curve if factor == 1 else curve.scaled([factor] * len(curve.busbw))
+    comm, exposed = ddp_exposed_ms(dp_curve, grad, w.bucket_mb * MIB, w.data, compute * 2 / 3, w.overlap, w.algorithm)
     term = needs(w)
     a2a = 0.0
     if term["alltoall"]:
@@ -138,16 +167,18 @@ def project(w: Workload, curve: Curve, parameters: float | None = None, alltoall
                       mwh=hours * w.nodes * w.node_power_kw / 1000)
 
 
-def curves_from_cells(cells: Any, labels: Sequence[str]) -> dict[str, dict[str, Any]]:
+def curves_from_cells(cells: Any, labels: Sequence[str], ranks_per_node: int = 1) -> dict[str, dict[str, Any]]:
     """Per run: the all-reduce ``busbw_GBps`` curve (median), and per size the ratio to the
     baseline with its 95% interval (``stats.ratio_test`` in the comparison's cells); under
     ``"terms"`` the same for the all-to-all and send/recv curves where the run measured them.
 
-    The test with the most sizes wins; out-of-place rows are preferred where a tool prints both.
+    The test with the most sizes wins; out-of-place rows are preferred where a tool prints both;
+    of a run's host and rank counts, the one whose ranks per node is nearest ``ranks_per_node``
+    (the workload's data-parallel group), then the most hosts.
     """
-    out = collective_curves(cells, labels, "all_reduce")
+    out = collective_curves(cells, labels, "all_reduce", ranks_per_node)
     for term in TERMS:
-        for lab, entry in collective_curves(cells, labels, term).items():
+        for lab, entry in collective_curves(cells, labels, term, ranks_per_node).items():
             if lab in out:
                 out[lab].setdefault("terms", {})[term] = entry
     return out
@@ -158,7 +189,32 @@ def curves_from_cells(cells: Any, labels: Sequence[str]) -> dict[str, dict[str, 
 TERMS = {"alltoall": "expert all-to-all", "sendrecv": "pipeline send/recv"}
 
 
-def collective_curves(cells: Any, labels: Sequence[str], collective: str) -> dict[str, dict[str, Any]]:
+def _shape(rows: Any) -> tuple[int, int]:
+    """(ranks, hosts) of cell rows; unknown counts as 2 ranks on as many hosts."""
+    def first(col: str) -> int | None:
+        return int(rows[col].dropna().iloc[0]) if col in rows and rows[col].notna().any() else None
+
+    nhosts, nranks = first("nhosts"), first("nranks")
+    nranks = nranks or nhosts or 2
+    return max(nranks, 2), max(nhosts or nranks, 1)
+
+
+def _pick_shape(mine: Any, ranks_per_node: int) -> Any:
+    """The rows of one (ranks, hosts) shape: ranks per node nearest ``ranks_per_node``, then most hosts."""
+    keys = [c for c in ("nranks", "nhosts") if c in mine and mine[c].notna().any()]
+    if not keys:
+        return mine
+    groups = [g for _, g in mine.groupby(keys, dropna=False)]
+
+    def rank(g: Any) -> tuple[float, int]:
+        nranks, nhosts = _shape(g)
+        return abs(math.log(max(nranks // nhosts, 1) / ranks_per_node)), -nhosts
+
+    return min(groups, key=rank)
+
+
+def collective_curves(cells: Any, labels: Sequence[str], collective: str,
+                      ranks_per_node: int = 1) -> dict[str, dict[str, Any]]:
     """Per run: the ``collective``'s busbw curve and its per-size ratios (see ``curves_from_cells``)."""
     if cells is None or cells.empty or "collective" not in cells or "size_bytes" not in cells:
         return {}
@@ -172,14 +228,15 @@ def collective_curves(cells: Any, labels: Sequence[str], collective: str) -> dic
         sub = sub[sub["test"] == test]
     out: dict[str, dict[str, Any]] = {}
     for lab in labels:
-        mine = sub[sub["run"] == lab].sort_values("size_bytes")
-        mine = mine[mine["median"] > 0]
+        mine = sub[(sub["run"] == lab) & (sub["median"] > 0)]
+        if mine.empty:
+            continue
+        mine = _pick_shape(mine, ranks_per_node).sort_values("size_bytes")
         if len(mine) < 2:
             continue
-        nranks = int(mine["nranks"].dropna().iloc[0]) if "nranks" in mine and mine["nranks"].notna().any() \
-            else int(mine["nhosts"].dropna().iloc[0]) if "nhosts" in mine and mine["nhosts"].notna().any() else 2
+        nranks, nhosts = _shape(mine)
         curve = Curve(tuple(float(s) for s in mine["size_bytes"]), tuple(float(v) for v in mine["median"]),
-                      max(nranks, 2))
+                      nranks, ranks_per_node=max(nranks // nhosts, 1))
         out[lab] = {"curve": curve, "test": test, "sizes": list(curve.sizes),
                     "ratio": [float(r) for r in mine["ratio"]], "ratio_low": [float(r) for r in mine["ratio_ci_low"]],
                     "ratio_high": [float(r) for r in mine["ratio_ci_high"]],
@@ -205,6 +262,25 @@ def term_curves(w: Workload, curves: Mapping[str, Mapping[str, Any]], labels: Se
             used.append(term)
             notes.append(f"{what}: projected from each run's {term} curve")
     return used, notes
+
+
+def dp_notes(w: Workload, curves: Mapping[str, Mapping[str, Any]], labels: Sequence[str]) -> list[str]:
+    """What curve the gradient all-reduce was projected from, per run, in the reader's words."""
+    notes = []
+    for lab in labels:
+        if lab not in curves:
+            continue
+        c: Curve = curves[lab]["curve"]
+        f = dp_bandwidth_factor(w, c)
+        where = (f"{c.nranks} ranks, {c.ranks_per_node} per node")
+        if f == 1:
+            notes.append(f"gradient all-reduce in {lab}: the {where} curve as measured (a DP group of "
+                         f"{w.dp_ranks_per_node} rank(s) per node with TP {w.tensor})")
+        else:
+            notes.append(f"gradient all-reduce in {lab}: the {where} curve x {f:.3g} (a DP group of "
+                         f"{w.dp_ranks_per_node} rank(s) per node with TP {w.tensor} drives "
+                         f"{nics_driven(w, w.dp_ranks_per_node):.3g} of the node's {w.nics} NICs)")
+    return notes
 
 
 def _project_run(w: Workload, entry: Mapping[str, Any], used: Sequence[str], parameters: float | None = None,
@@ -310,8 +386,9 @@ def step_series(w: Workload, curves: Mapping[str, Mapping[str, Any]], used: Sequ
 
 def comparison_projection(cells: Any, labels: Sequence[str], w: Workload) -> dict[str, Any]:
     """What ``bench compare`` shows: rows per run, the sentences, the notes, the step-time series."""
-    curves = curves_from_cells(cells, labels)
+    curves = curves_from_cells(cells, labels, w.dp_ranks_per_node)
     used, notes = term_curves(w, curves, labels)
+    notes += dp_notes(w, curves, labels)
     rows = compare_projection(w, curves, labels, used)
     if len(rows) < 2:
         return {}

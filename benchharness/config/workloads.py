@@ -21,7 +21,7 @@ DTYPE_BYTES = {"fp32": 4, "float32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "float1
 _COUNT = {"K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
 _KEYS = {"name", "description", "parameters", "dtype", "gpus", "gpus_per_node", "parallel",
          "compute_ms_per_step", "steps", "overlap", "bucket_mb", "algorithm", "pipeline", "expert",
-         "gpu_hour_usd", "node_power_kw"}
+         "gpu_hour_usd", "node_power_kw", "nics_per_node"}
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,8 @@ class Workload:
     hidden: int = 0
     gpu_hour_usd: float = 0.0
     node_power_kw: float = 0.0
+    #: Scale-out NICs per node (rail-aligned: GPU i's nearest NIC is rail i); default one per GPU.
+    nics_per_node: int = 0
     description: str = ""
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
@@ -59,6 +61,19 @@ class Workload:
     @property
     def nodes(self) -> float:
         return self.gpus / self.gpus_per_node
+
+    @property
+    def nics(self) -> int:
+        """Scale-out NICs per node (``nics_per_node``, else one per GPU)."""
+        return self.nics_per_node or self.gpus_per_node
+
+    @property
+    def dp_ranks_per_node(self) -> int:
+        """Ranks of one data-parallel group on one node. Ranks are placed tensor-parallel first
+        (Megatron-LM's order: TP innermost, then DP, then PP), so a node of G GPUs holds G / TP
+        ranks of each DP group: one with TP = G (each TP rank's group crosses the NICs through
+        its own rail), G with TP = 1."""
+        return max(1, min(self.data, self.gpus_per_node // self.tensor))
 
 
 def parse_count(value: Any) -> float:
@@ -93,7 +108,8 @@ def workload_from(data: Any, where: str) -> Workload:
                      microbatches=int(pipe.get("microbatches", 0)), activation_mb=float(pipe.get("activation_mb", 0)),
                      expert_layers=int(exp.get("layers", 0)), tokens_per_gpu=int(exp.get("tokens_per_gpu", 0)),
                      hidden=int(exp.get("hidden", 0)), gpu_hour_usd=float(cfg.get("gpu_hour_usd", 0)),
-                     node_power_kw=float(cfg.get("node_power_kw", 0)), description=str(cfg.get("description", "")))
+                     node_power_kw=float(cfg.get("node_power_kw", 0)), nics_per_node=int(cfg.get("nics_per_node", 0)),
+                     description=str(cfg.get("description", "")))
     except KeyError as exc:
         raise ConfigError(f"{where}: missing key {exc.args[0]}") from None
     except (TypeError, ValueError, AttributeError) as exc:

@@ -93,6 +93,14 @@ class NcclRun:
         return [*self.records, summary]
 
 
+def with_nranks(records: list[Record]) -> list[Record]:
+    """Result rows labelled with the run's rank count (its footer's ``nranks``): part of a case, so
+    that runs over different rank counts are not pooled and projections know the shape."""
+    nranks = next((r.get("nranks") for r in records if r.get("kind") == "footer" and r.get("nranks")), None)
+    return [{**r, "nranks": nranks} if nranks and r.get("kind") != "footer" and "nranks" not in r else r
+            for r in records]
+
+
 def collective_name(name: str | None) -> str | None:
     """Suite op name (``all_reduce``) for ``all_reduce_perf``, ``AllReduce``, ``./build/alltoall_perf``."""
     if not name:

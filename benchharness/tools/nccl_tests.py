@@ -31,7 +31,7 @@ from benchharness.tools.mpi_launch import (
     rdma_devices,
 )
 from benchharness.tools.nccl_debug import hcas_used, network_matches, parse_nccl_debug
-from benchharness.tools.nccl_parse import NcclRun, parse_nccl_tests
+from benchharness.tools.nccl_parse import NcclRun, parse_nccl_tests, with_nranks
 
 GPU_COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce",
                    "sendrecv", "gather", "scatter", "hypercube", "alltoallv")
@@ -242,7 +242,7 @@ def _finish(step: Step, res: CommandResult, records: list[Record], extra: Record
         raise ToolFailure("crashed", f"step {step.id}: {res.command.argv[0]} exited with status {res.rc}")
     labels = step.sample_labels()
     nhosts = len(step.hosts)
-    return [{**labels, **rec, **extra, "nhosts": nhosts} for rec in records]
+    return [{**labels, **rec, **extra, "nhosts": nhosts} for rec in with_nranks(records)]
 
 
 class NcclTests:

@@ -27,7 +27,7 @@ from benchharness.core.units import parse_size
 from benchharness.tools import nccl_iter
 from benchharness.tools.common import ONHOST_DIR, onhost_uploads
 from benchharness.tools.mpi_launch import build_srun, check_env, gpu_count, gpu_numa, launch_settings
-from benchharness.tools.nccl_parse import parse_nccl_tests
+from benchharness.tools.nccl_parse import parse_nccl_tests, with_nranks
 from benchharness.tools.nccl_tests import _mpirun, fabric_env
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "sendrecv")
@@ -285,7 +285,7 @@ class TorchCollectives:
             raise ToolFailure(exc.kind, f"step {step.id} on {res.command.host.name}: {exc}", records=kept) from exc
         if p["per_iteration"]:  # rank 0's wrapper printed its per-iteration document after the table
             records += nccl_iter.step_records(res.stdout, step.hosts, self.name)
-        return [{**step.sample_labels(), **r, "nhosts": len(step.hosts)} for r in records]
+        return [{**step.sample_labels(), **r, "nhosts": len(step.hosts)} for r in with_nranks(records)]
 
     def parse_text(self, text: str) -> list[Record]:
         return _records(nccl_iter.split(text)[0], None)
