@@ -589,3 +589,17 @@ def test_a_rank_binds_itself_to_its_numa_nodes_cpus(tmp_path: Path) -> None:
     assert out[0] == "None True" and "cannot bind to NUMA node 7" in err and "not bound" in err
     out, err = run("0", 3)
     assert out[0] == "None True" and "local rank 3 has no NUMA node" in err
+
+
+def test_an_interval_too_wide_to_decide_is_said_not_printed(tmp_path: Path) -> None:
+    """Two repetitions with a wide spread give a ratio interval that spans orders of magnitude:
+    the sentence says so and how many repetitions would narrow it, and prints no bounds."""
+    fast, slow = {s: 40.0 for s in SIZES}, {s: 20.0 for s in SIZES}
+    text, row = _sentence_and_row([_synthetic_run(tmp_path / "a", "A", fast, 2, 0.8),
+                                   _synthetic_run(tmp_path / "b", "B", slow, 2, 0.8)])
+    assert "delta_days_low" in row and pj.too_wide(row["delta_days_low"], row["delta_days_high"]), row
+    assert "(interval too wide to decide: repeat=8 would narrow it)" in text and "95% CI" not in text, text
+    text, row = _sentence_and_row([_synthetic_run(tmp_path / "c", "A", fast, 5, 0.02),
+                                   _synthetic_run(tmp_path / "d", "B", slow, 5, 0.02)])
+    assert "95% CI" in text and "too wide" not in text, text
+    assert pj.too_wide(-1.0, 5.0) and pj.too_wide(1.0, 3.5) and not pj.too_wide(1.0, 2.9)

@@ -313,6 +313,9 @@ def compare_projection(w: Workload, curves: Mapping[str, Mapping[str, Any]], lab
         row: dict[str, Any] = {"run": lab, "baseline": False, **b.__dict__, "delta_days": b.days - a.days,
                                "delta_usd": b.usd - a.usd, "delta_mwh": b.mwh - a.mwh,
                                "delta_step_ms": b.step_ms - a.step_ms}
+        reps = [n for c in (base, other) for n in c.get("n") or []]
+        if reps:
+            row["repeats"] = min(reps)
         pairs = [(base, other), *((base["terms"][t], other["terms"][t]) for t in used)]
         aligned = [_aligned(x, y) for x, y in pairs]
         if all(aligned):
@@ -348,6 +351,23 @@ def _aligned(base: Mapping[str, Any], other: Mapping[str, Any]) -> tuple[list[fl
     return [p[0] for p in pairs if p], [p[1] for p in pairs if p]
 
 
+WIDE_FACTOR = 3.0
+"""An interval of the difference whose far bound is more than this many times its near bound, or
+that does not exclude no difference, is reported as too wide to decide rather than as figures."""
+
+
+def too_wide(lo: float, hi: float) -> bool:
+    """Whether a (low, high) interval of a difference in days decides nothing."""
+    return lo <= 0 or hi / lo > WIDE_FACTOR
+
+
+def too_wide_advice(row: Mapping[str, Any]) -> str:
+    """"repeat=12 would narrow it": a t-interval narrows about as 1/sqrt(n), so four times the
+    repetitions halve it."""
+    reps = int(row.get("repeats") or 0)
+    return f"repeat={max(4 * reps, 3)} would narrow it" if reps else "more repetitions would narrow it"
+
+
 def _num(value: float) -> str:
     """3 significant digits, thousands separated: 2,760 / 3.1 / 0.0421."""
     return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
@@ -367,7 +387,10 @@ def projection_sentence(w: Workload, row: Mapping[str, Any], baseline: str) -> s
     longer = delta >= 0
     if "delta_days_low" in row:
         lo, hi = sorted(float(row[k]) * (1 if longer else -1) for k in ("delta_days_low", "delta_days_high"))
-        interval = f" (95% CI {_num(lo)} to {_num(hi)})"
+        if too_wide(lo, hi):  # bounds printed as figures would invite doubt of the whole page
+            interval = f" (interval too wide to decide: {too_wide_advice(row)})"
+        else:
+            interval = f" (95% CI {_num(lo)} to {_num(hi)})"
     else:  # said, not left out: a reader must not take the number for a certain one
         interval = f" (no interval: {row.get('no_interval') or 'no ratio intervals'})"
     usd, mwh = abs(float(row["delta_usd"])), abs(float(row["delta_mwh"]))
