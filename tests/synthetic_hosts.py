@@ -8,14 +8,23 @@ NICs), each on 2 NUMA nodes with 4 NICs per node; and under ``root/bin`` the sta
 ``nvidia-smi`` / ``amd-smi`` / ``rocm-smi`` that print the real published topology outputs (the
 ``--query-gpu`` CSV and ``amd-smi metric`` JSON they print are written here, in the tools' formats).
 ``degrade`` maps rail index -> ``"x8"`` (PCIe trained at x8 of x16), ``"down"`` (link down),
-``"numa"`` (the NIC reports the other NUMA node) or, on the DGX, ``"ber"`` (its ``mlxlink -c``
-reports errors past FEC). ``inventory_vars`` gives the matching host line.
+``"numa"`` (the NIC reports the other NUMA node), ``"gen4"`` (a Gen4 x16 slot: 16 GT/s at full
+width, which cannot carry 400 Gbit/s), ``"irq_far"`` (every queue IRQ on one CPU of the other NUMA
+node), ``"tso"`` (TCP segmentation offload off), ``"aer"`` (correctable AER errors) or, on the DGX,
+``"ber"`` (its ``mlxlink -c`` reports errors past FEC). ``inventory_vars`` gives the matching host line.
+
+Each NIC has 4 queue IRQs and a control IRQ (``msi_irqs``, ``/proc/interrupts`` lines in the
+driver's naming, ``/proc/irq/N/*affinity_list``; healthy: each queue on its own CPU of the NIC's
+node), AER counters, and a stand-in ``ethtool`` (``-k/-l/-g/-c``; ``-x`` unsupported) and ``lspci``
+printing real published outputs from tests/fixtures/real (SOURCES there), with the netdev's name
+put in and, for a degraded rail, the one value changed.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -26,6 +35,13 @@ AMD_TOPO = REAL / "amd-smi-topology" / "8gpu_mi300x_bdf_tables_prompt.txt"
 ROCM_NUMA = REAL / "rocm-smi-topo" / "showtoponuma_8gpu_two_nodes_tabs_prompt.txt"
 MLXLINK_400G = Path(__file__).parent / "fixtures" / "health" / "real" / "mlxlink_400g_counters_ansi.txt"
 AMD_BDFS = ["0c", "22", "38", "5c", "9f", "af", "bf", "df"]
+ETHTOOL_K = REAL / "ethtool-k" / "firewalla_grep_v_fixed_sudo_prompt.txt"
+ETHTOOL_L = REAL / "ethtool-l" / "sfc_onload_combined_4_of_31_hash_prompt.txt"
+ETHTOOL_G = REAL / "ethtool-g" / "ifupdown2_4096_tabs.txt"
+ETHTOOL_C = REAL / "ethtool-c" / "ena_5.10_adaptive_off_cut.txt"
+LSPCI_DEVCTL = REAL / "lspci" / "vvv_devctl_fragment_gen5_x8_downgraded_mps256.txt"
+AER = REAL / "aer"
+QUEUES = 4
 
 
 def _w(root: Path, path: str, text: str) -> None:
@@ -40,9 +56,9 @@ def _ln(root: Path, path: str, target: str) -> None:
     os.symlink(os.path.relpath(root / target, full.parent), full)
 
 
-def _pci(root: Path, path: str, vendor: str, cls: str, numa: int, width: int = 16) -> None:
+def _pci(root: Path, path: str, vendor: str, cls: str, numa: int, width: int = 16, gts: str = "32.0") -> None:
     for name, value in (("vendor", vendor), ("class", cls), ("numa_node", str(numa)),
-                        ("current_link_speed", "32.0 GT/s PCIe"), ("max_link_speed", "32.0 GT/s PCIe"),
+                        ("current_link_speed", f"{gts} GT/s PCIe"), ("max_link_speed", f"{gts} GT/s PCIe"),
                         ("current_link_width", str(width)), ("max_link_width", "16"),
                         ("local_cpulist", "0-15" if numa == 0 else "16-31")):
         _w(root, f"{path}/{name}", value)
@@ -65,9 +81,55 @@ def _common(root: Path, hostname: str, modules: str) -> None:
         _w(root, f"sys/devices/system/node/node{n}/meminfo", f"Node {n} MemTotal:       1056500000 kB")
 
 
+def _without_prompt(path: Path) -> str:
+    """A published output without the shell prompt line it was pasted after."""
+    lines = path.read_text().splitlines()
+    return "\n".join(lines[1:] if "$ " in lines[0] or "# " in lines[0] else lines) + "\n"
+
+
+def _nic_config(root: Path, tools: Path, pci: str, numa: int, rail: int, netdev: str, ib: bool,
+                degrade: str | None) -> list[str]:
+    """IRQs, AER counters and ethtool/lspci outputs of one NIC; returns its /proc/interrupts lines."""
+    bdf = pci.rsplit("/", 1)[-1]
+    out = tools.parent / "outputs" / netdev
+    out.mkdir(parents=True)
+    features = _without_prompt(ETHTOOL_K)
+    if degrade == "tso":
+        features = features.replace("tcp-segmentation-offload: on", "tcp-segmentation-offload: off")
+    for name, text in (("k", features), ("l", _without_prompt(ETHTOOL_L)), ("g", ETHTOOL_G.read_text()),
+                       ("c", ETHTOOL_C.read_text())):
+        (out / name).write_text(re.sub(r"for (eth\d|enp2s0f0|ens7):", f"for {netdev}:", text))
+    (tools.parent / "lspci").mkdir(exist_ok=True)
+    (tools.parent / "lspci" / bdf).write_text(LSPCI_DEVCTL.read_text())
+    cor = (AER / "kernel_doc_correctable_receiver_error_2.txt").read_text().splitlines()[1:]
+    if degrade != "aer":
+        cor = [re.sub(r" 2$", " 0", ln) for ln in cor]
+    _w(root, f"{pci}/aer_dev_correctable", "\n".join(cor))
+    for kind in ("fatal", "nonfatal"):
+        _w(root, f"{pci}/aer_dev_{kind}", "\n".join((AER / f"kernel_doc_{kind}_all_zero.txt").read_text()
+                                                   .splitlines()[1:]))
+    lines = []
+    base = 100 + rail * 8
+    driver = "mlx5" if ib else "bnxt"
+    for q in range(-1, QUEUES):
+        irq = base + q + 1
+        name = (f"mlx5_async0@pci:{bdf}" if q < 0 else f"mlx5_comp{q}@pci:{bdf}") if driver == "mlx5" else (
+            f"bnxt_en-{bdf}:async" if q < 0 else f"{netdev}-TxRx-{q}")
+        if degrade == "irq_far":
+            cpu = (16 if numa == 0 else 0) + 5
+        else:
+            cpu = numa * 16 + (rail % 4) * QUEUES + max(q, 0)
+        _w(root, f"{pci}/msi_irqs/{irq}", "msix")
+        _w(root, f"proc/irq/{irq}/smp_affinity_list", str(cpu) if q >= 0 else ("0-15" if numa == 0 else "16-31"))
+        _w(root, f"proc/irq/{irq}/effective_affinity_list", str(cpu))
+        counts = "".join(f" {(1000 + irq if c == cpu else 0):10d}" for c in range(32))
+        lines.append(f"{irq:4d}:{counts}  IR-PCI-MSI {irq * 4096}-edge      {name}")
+    return lines
+
+
 def _nic(root: Path, pci: str, numa: int, dev: str, netdev: str, vendor: str, state: str, ib: bool,
-         width: int, ipv4: str | None) -> None:
-    _pci(root, pci, vendor, "0x020700" if ib else "0x020000", numa, width)
+         width: int, ipv4: str | None, gts: str = "32.0") -> None:
+    _pci(root, pci, vendor, "0x020700" if ib else "0x020000", numa, width, gts)
     bdf = pci.rsplit("/", 1)[-1]
     (root / pci / "infiniband" / dev).mkdir(parents=True)
     _ln(root, f"sys/class/infiniband/{dev}/device", pci)
@@ -110,6 +172,7 @@ def build(kind: str, root: Path, degrade: Mapping[int, str] | None = None) -> di
     degrade = degrade or {}
     tree, tools = root / "tree", root / "bin"
     tools.mkdir(parents=True)
+    irq_lines: list[str] = []
     if kind == "dgx":
         _common(tree, "dgx-synthetic", "nvidia_peermem 16384 0 - Live 0x0\nmlx5_ib 466944 0 - Live 0x0")
         rows = []
@@ -128,7 +191,9 @@ def build(kind: str, root: Path, degrade: Mapping[int, str] | None = None) -> di
                     nic_numa = 1 - numa if degrade.get(i) == "numa" else numa
                     _nic(tree, f"{base}/{dsp}/{leaf}", nic_numa, f"mlx5_{i}", f"ibp{b + 3 + k:x}s0", "0x15b3",
                          "down" if degrade.get(i) == "down" else "up", True, 8 if degrade.get(i) == "x8" else 16,
-                         None)
+                         None, "16.0" if degrade.get(i) == "gen4" else "32.0")
+                    irq_lines += _nic_config(tree, tools, f"{base}/{dsp}/{leaf}", nic_numa, i, f"ibp{b + 3 + k:x}s0",
+                                             True, degrade.get(i))
         rows.sort(key=lambda r: int(r.split(",")[0]))
         (root / "query.csv").write_text("\n".join(rows) + "\n")
         _script(tools / "nvidia-smi", {"topo -m": str(NV_TOPO), "--query-gpu=": str(root / "query.csv")})
@@ -151,7 +216,9 @@ def build(kind: str, root: Path, degrade: Mapping[int, str] | None = None) -> di
             nic_numa = 1 - numa if degrade.get(i) == "numa" else numa
             _nic(tree, f"{base}/0000:{gb - 2:02x}:01.0/0000:{gb + 1:02x}:00.0", nic_numa, f"bnxt_re{i}",
                  f"enp{gb + 1}s0np0", "0x14e4", "down" if degrade.get(i) == "down" else "up", False,
-                 8 if degrade.get(i) == "x8" else 16, rail_address(kind, i))
+                 8 if degrade.get(i) == "x8" else 16, rail_address(kind, i), "16.0" if degrade.get(i) == "gen4" else "32.0")
+            irq_lines += _nic_config(tree, tools, f"{base}/0000:{gb - 2:02x}:01.0/0000:{gb + 1:02x}:00.0", nic_numa, i,
+                                     f"enp{gb + 1}s0np0", False, degrade.get(i))
             metric.append({"gpu": i, "temperature": {"edge": {"value": 38 + i, "unit": "C"},
                                                       "hotspot": {"value": 45 + i, "unit": "C"},
                                                       "mem": {"value": 40 + i, "unit": "C"}}})
@@ -164,6 +231,12 @@ def build(kind: str, root: Path, degrade: Mapping[int, str] | None = None) -> di
         _script(tools / "rocm-smi", {"--showtopo": str(ROCM_NUMA)})
     else:
         raise ValueError(kind)
+    header = "      " + "".join(f"{f'CPU{c}':>11}" for c in range(32))
+    _w(tree, "proc/interrupts", "\n".join([header, *irq_lines]))
+    outputs = root / "outputs"
+    _script(tools / "ethtool", {f"-{flag} {nd.name}": str(nd / flag) for nd in sorted(outputs.iterdir())
+                                for flag in "klgc"})
+    _script(tools / "lspci", {f"-vvv -s {f.name}": str(f) for f in sorted((root / "lspci").iterdir())})
     return {"tree": tree, "bin": tools}
 
 

@@ -54,8 +54,9 @@ def flagged(records: list[dict[str, Any]]) -> dict[str, set[str]]:
 def test_exactly_the_x8_and_the_down_rail_are_flagged(tmp_path: Path, kind: str) -> None:
     host, facts = node(tmp_path, kind, {5: "x8", 6: "down"})
     records = run_findings({"n1": facts}, [host])
-    assert flagged(records) == {"rail5": {"pcie_link"}, "rail6": {"link_state"}}, flagged(records)
-    (pcie,) = [r for r in records if r["rail"] == "rail5" and r["status"] == "fail"]
+    # x8 of a Gen5 x16 card: below capability, and 252 Gbit/s cannot carry the 400G link
+    assert flagged(records) == {"rail5": {"pcie_link", "pcie_bandwidth"}, "rail6": {"link_state"}}, flagged(records)
+    (pcie,) = [r for r in records if r["rail"] == "rail5" and r["check"] == "preflight.pcie_link"]
     assert (pcie["observed"], pcie["expected"]) == ("32 GT/s x8", "32 GT/s x16")
     assert f"SYN-{kind}-5" in pcie["nic"] and pcie["host"] == "n1"
     # rails 4-7 sit on NUMA node 1 as the inventory says: judged per rail, they pass
@@ -87,6 +88,42 @@ def test_a_nic_on_the_wrong_numa_node_for_its_gpu_is_named(tmp_path: Path, kind:
     assert flagged(records) == {"rail2": {"numa_affinity"}}, flagged(records)
     (warn,) = [r for r in records if r["status"] == "warn"]
     assert "is on NUMA node 1 but its GPU2 is on NUMA node 0" in warn["message"], warn["message"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_nic_configuration_faults_are_named_with_rail_fact_and_expectation(tmp_path: Path, kind: str) -> None:
+    """A 400G NIC on a Gen4 x16 slot, a NIC whose queue IRQs all sit on one CPU of the far NUMA
+    node, one with TSO off and one with correctable AER errors: each is named on its rail only."""
+    host, facts = node(tmp_path, kind, {1: "gen4", 2: "irq_far", 3: "tso", 4: "aer"})
+    records = run_findings({"n1": facts}, [host])
+    assert flagged(records) == {"rail1": {"pcie_bandwidth"}, "rail2": {"irq_spread", "irq_numa"},
+                                "rail3": {"offloads"}, "rail4": {"aer"}}, flagged(records)
+    by = {(r["rail"], r["check"].removeprefix("preflight.")): r for r in records}
+    bw = by[("rail1", "pcie_bandwidth")]
+    assert bw["status"] == "fail" and (bw["observed"], bw["expected"]) == ("252 Gbit/s", ">= 400 Gbit/s")
+    assert round(bw["value"], 2) == 252.06 and bw["limit"] == 400.0  # 16 GT/s x 16 x 128/130
+    assert "PCIe Gen4 x16 (252 Gbit/s) caps this 400G NIC near 252 Gbit/s" in bw["message"]
+    assert f"SYN-{kind}-1" in bw["nic"]
+    far, spread = by[("rail2", "irq_numa")], by[("rail2", "irq_spread")]
+    assert (far["observed"], far["expected"]) == ("21", "0-15")  # node 0's NIC, its IRQs on CPU 21 of node 1
+    assert "4 of 4 queue IRQs" in far["message"] and spread["observed"] == "CPU 21"
+    tso = by[("rail3", "offloads")]
+    assert (tso["observed"], tso["expected"]) == ("TSO off", "on") and tso["status"] == "warn"
+    assert "Receiver Error 2" in by[("rail4", "aer")]["message"]
+    # the healthy rails pass each check (RSS: the stand-in ethtool has no -x: info, never a pass)
+    for check in ("pcie_bandwidth", "offloads", "irq_spread", "irq_numa", "pcie_payload", "aer"):
+        assert by[("rail0", check)]["status"] == "pass", by[("rail0", check)]
+    assert by[("rail0", "rss")]["status"] == "info" and "not available" in by[("rail0", "rss")]["message"]
+    assert by[("rail0", "pcie_bandwidth")]["observed"] == "504 Gbit/s"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_correct_node_passes_every_nic_configuration_check(tmp_path: Path, kind: str) -> None:
+    host, facts = node(tmp_path, kind, {})
+    records = run_findings({"n1": facts}, [host])
+    assert flagged(records) == {}, flagged(records)
+    checks = {r["check"].removeprefix("preflight.") for r in records if r["status"] == "pass" and r["rail"]}
+    assert {"pcie_bandwidth", "offloads", "irq_spread", "irq_numa", "pcie_payload", "aer"} <= checks
 
 
 def test_pci_relation_words() -> None:
@@ -122,7 +159,7 @@ def test_bench_doctor_over_ssh_flags_exactly_the_degraded_rails(tmp_path: Path) 
     with make_lab("i23hc", 2) as lab:
         lines, lab_ini = [], lab.inventory.read_text()
         for name, kind in (("h1", "dgx"), ("h2", "mi300x")):
-            built = sh.build(kind, tmp_path / kind, {5: "x8", 6: "down"})
+            built = sh.build(kind, tmp_path / kind, {1: "gen4", 2: "irq_far", 3: "tso", 5: "x8", 6: "down"})
             address = next(h.address for h in lab.hosts if h.name == name)
             lines.append(_host_line(name, address, sh.inventory_vars(kind, built)))
         inv = tmp_path / "inventory.ini"
@@ -134,9 +171,16 @@ def test_bench_doctor_over_ssh_flags_exactly_the_degraded_rails(tmp_path: Path) 
     records = json.loads(out.read_text())["verdicts"]
     for name in ("h1", "h2"):
         mine = [r for r in records if r["host"] == name]
-        assert flagged(mine) == {"rail5": {"pcie_link"}, "rail6": {"link_state"}}, (name, flagged(mine))
+        assert flagged(mine) == {"rail1": {"pcie_bandwidth"}, "rail2": {"irq_spread", "irq_numa"},
+                                 "rail3": {"offloads"}, "rail5": {"pcie_link", "pcie_bandwidth"},
+                                 "rail6": {"link_state"}}, (name, flagged(mine))
     assert "FAIL preflight.pcie_link h1.rail5: rail5 mlx5_5" in res.stdout
     assert "FAIL preflight.link_state h2.rail6: rail6 bnxt_re6" in res.stdout
+    # each NIC-configuration fault named with its rail, the fact and what was expected
+    assert "FAIL preflight.pcie_bandwidth h1.rail1: rail1 mlx5_1" in res.stdout
+    assert "PCIe Gen4 x16 (252 Gbit/s) caps this 400G NIC near 252 Gbit/s" in res.stdout
+    assert "WARN preflight.irq_numa h2.rail2: rail2 bnxt_re2" in res.stdout
+    assert "WARN preflight.offloads h1.rail3: rail3 mlx5_3" in res.stdout and "TSO off on ibp36s0" in res.stdout
 
 
 def test_a_rail_whose_errors_get_past_fec_is_flagged_by_its_ber(tmp_path: Path) -> None:

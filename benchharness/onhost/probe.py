@@ -41,7 +41,8 @@ _NVIDIA_FIELDS = [
     "pcie.link.gen.current", "pcie.link.gen.max", "pcie.link.width.current", "pcie.link.width.max",
     "clocks.sm", "clocks.mem", "clocks.max.sm", "memory.total",
 ]
-_GEN_BY_GTS = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
+#: the NIC configuration asked of ethtool per netdev, kept raw for the controller's parsers
+_ETHTOOL_CONFIG = (("features", "-k"), ("channels", "-l"), ("rss", "-x"), ("rings", "-g"), ("coalesce", "-c"))
 
 
 def unavailable(reason: str) -> Dict[str, Any]:
@@ -153,7 +154,9 @@ class Probe:
         hostname = self.read("proc/sys/kernel/hostname") or (socket.gethostname() if self.real else None)
         uptime = self.read("proc/uptime")
         modules = self.read("proc/modules")
-        return {"os": m.group(1) if m else None, "kernel": kernel, "hostname": hostname,
+        pids = [p for p in self.listdir("proc") if p.isdigit()]
+        return {"irqbalance": any(self.read("proc", p, "comm") == "irqbalance" for p in pids) if pids else None,
+                "os": m.group(1) if m else None, "kernel": kernel, "hostname": hostname,
                 "arch": platform.machine() if self.real else None,
                 "uptime_s": float(uptime.split()[0]) if uptime else None,
                 # loaded kernel modules (nvidia_peermem for GPUDirect RDMA ...); None: not readable
@@ -245,35 +248,82 @@ class Probe:
         cur_g, max_g = _speed_gts(cur_s), _speed_gts(max_s)
         downgraded = bool((cur_g and max_g and cur_g < max_g) or (cur_w and max_w and cur_w < max_w))
         return {"current_link_speed": cur_s, "max_link_speed": max_s, "current_speed_gts": cur_g,
-                "max_speed_gts": max_g, "current_gen": _GEN_BY_GTS.get(cur_g or 0),
-                "max_gen": _GEN_BY_GTS.get(max_g or 0), "current_width": cur_w, "max_width": max_w,
-                "downgraded": downgraded}
+                "max_speed_gts": max_g, "current_width": cur_w, "max_width": max_w, "downgraded": downgraded}
 
     def lspci(self, address: Optional[str]) -> Dict[str, Any]:
+        """``lspci -vvv -s BDF`` kept raw (``telemetry/parsers/lspci.py`` reads it on the controller)."""
         if not address:
             return unavailable("no PCI address")
         res = self.run(["lspci", "-vvv", "-s", address])
         if not res["available"]:
             return res
         text = res["stdout"]
+        if res["rc"] != 0 or not text.strip():
+            return unavailable("lspci -vvv -s {}: {}".format(address, (res["stderr"].strip() or "no output")[:200]))
         if "Capabilities: <access denied>" in text:
             return unavailable("lspci capabilities need root")
-        out = {"available": True}  # type: Dict[str, Any]
-        m = re.search(r"MaxPayload (\d+) bytes, MaxReadReq (\d+) bytes", text)
-        out["max_payload_bytes"], out["max_read_req_bytes"] = (int(m.group(1)), int(m.group(2))) if m else (
-            None, None)
-        for key in ("LnkCap", "LnkSta"):
-            line = re.search(rf"{key}:\s*(.*)", text)
-            speed = re.search(r"Speed ([0-9.]+GT/s)", line.group(1)) if line else None
-            width = re.search(r"Width x(\d+)", line.group(1)) if line else None
-            out[key.lower()] = {"speed_gts": _speed_gts(speed.group(1)) if speed else None,
-                                "width": int(width.group(1)) if width else None}
-        sta = re.search(r"LnkSta:\s*(.*)", text)
-        if not sta:
-            return unavailable("no PCIe Express capability in lspci output")
-        out["downgraded"] = "downgraded" in sta.group(1) or any(
-            out["lnksta"][k] is not None and out["lnkcap"][k] is not None and out["lnksta"][k] < out["lnkcap"][k]
-            for k in ("speed_gts", "width"))
+        return {"available": True, "raw": text}
+
+    def aer(self, pci_dir: Optional[str]) -> Dict[str, Any]:
+        """The device's AER counters (``aer_dev_correctable``/``_nonfatal``/``_fatal``), kept raw."""
+        if not pci_dir:
+            return unavailable("not a PCI device")
+        raw = {}  # type: Dict[str, str]
+        for kind in ("correctable", "nonfatal", "fatal"):
+            text = self._read_abs(pci_dir, "aer_dev_" + kind)
+            if text is not None:
+                raw[kind] = text
+        if not raw:
+            return unavailable(f"no aer_dev_* counters in sysfs (kernel before 4.19, or AER off for {os.path.basename(pci_dir)})")
+        return {"available": True, "raw": raw}
+
+    def nic_irqs(self, name: str, pci_dir: Optional[str]) -> Dict[str, Any]:
+        """The NIC's IRQs: their ``/proc/interrupts`` lines (header kept) and each one's affinity.
+
+        The PCI function's ``msi_irqs`` name them; without it, lines naming the netdev or the PCI
+        address (mlx5 names its vectors ``mlx5_comp0@pci:BDF``) are taken."""
+        if not pci_dir:
+            return unavailable("no PCI device (virtual interface)")
+        text = self.read("proc/interrupts")
+        if text is None:
+            return unavailable("no /proc/interrupts")
+        try:
+            wanted = {int(n) for n in os.listdir(os.path.join(pci_dir, "msi_irqs")) if n.isdigit()}
+        except OSError:
+            wanted = set()
+        address = os.path.basename(pci_dir)
+        lines = text.splitlines()
+        keep = []  # type: List[str]
+        numbers = []  # type: List[int]
+        for line in lines[1:]:
+            m = re.match(r"^\s*(\d+):", line)
+            if not m:
+                continue
+            irq = int(m.group(1))
+            if irq in wanted or (not wanted and (address in line or re.search(
+                    r"(?:^|[\s@-])" + re.escape(name) + r"(?:[-@:]|$)", line.split()[-1]))):
+                keep.append(line)
+                numbers.append(irq)
+        if not keep:
+            return unavailable(f"no IRQs of {name} ({address}) in /proc/interrupts")
+        affinity = {}  # type: Dict[str, Any]
+        for irq in numbers:
+            affinity[str(irq)] = {key: self.read("proc/irq", str(irq), key)
+                                  for key in ("smp_affinity_list", "effective_affinity_list")}
+        return {"available": True, "interrupts": "\n".join(lines[:1] + keep), "affinity": affinity}
+
+    def ethtool_config(self, name: str) -> Dict[str, Any]:
+        """``ethtool -k/-l/-x/-g/-c`` of a netdev, each kept raw (or why the driver gave none)."""
+        out = {}  # type: Dict[str, Any]
+        for key, flag in _ETHTOOL_CONFIG:
+            res = self.run(["ethtool", flag, name])
+            if res["available"] and res["rc"] == 0 and res["stdout"].strip():
+                out[key] = {"available": True, "raw": res["stdout"]}
+            elif res["available"]:
+                out[key] = unavailable("ethtool {} {}: {}".format(flag, name, (
+                    res["stderr"].strip() or res["stdout"].strip() or "rc {}".format(res["rc"]))[:200]))
+            else:
+                out[key] = res
         return out
 
     # -- NICs ----------------------------------------------------------------------------------
@@ -327,6 +377,9 @@ class Probe:
             rec.update({"numa_node": None, "local_cpulist": None, "rdma_devices": []})
         rec["pcie"] = self.pcie_link(pci_dir) if not is_virtual else unavailable("virtual interface")
         rec["lspci"] = self.lspci(rec["pci_address"])
+        rec["aer"] = self.aer(pci_dir)
+        rec["irqs"] = self.nic_irqs(name, pci_dir)
+        rec["ethtool_config"] = self.ethtool_config(name)
         info = self.run(["ethtool", "-i", name])
         if info["available"] and info["rc"] == 0:
             kv = dict(re.findall(r"^([\w-]+):[ \t]*(.*)$", info["stdout"], re.MULTILINE))

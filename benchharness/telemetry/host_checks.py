@@ -8,7 +8,9 @@ evidence. ``bench doctor``, ``bench run``'s preflight (``telemetry/preflight.py`
 reads per rail and the ``Finding`` it returns live in ``rail_facts.py``; temperature limits and
 sensor kinds in ``temperature_checks.py``.
 
-Per rail: PCIe width/speed against the card's capability, the NIC's NUMA node against the rail's
+Per rail: PCIe width/speed against the card's capability, the NIC's configuration
+(``nic_checks.py``: PCIe slot bandwidth against the line rate, offloads, IRQ spread and NUMA
+locality, RSS, MaxPayload/MaxReadReq, AER counters), the NIC's NUMA node against the rail's
 ``numa_node`` (and against its GPU's NUMA node), link state and speed, MTU, GID index, the
 link's bit error rate (``mlxlink -c``, ``telemetry/link_ber.py``), transceiver
 and ASIC temperatures, GPU <-> NIC PCIe relation. Per host: GPUs' PCIe links and temperatures
@@ -21,9 +23,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from benchharness.core.model import Host
+from benchharness.core.pcie import gts_of
 from benchharness.core.values import gpu_indices
-from benchharness.telemetry import requirements
+from benchharness.telemetry import nic_checks, requirements
 from benchharness.telemetry.link_ber import judge_ber
+from benchharness.telemetry.nic_config import pcie_link
 from benchharness.telemetry.parsers.ethtool_module import parse_module
 from benchharness.telemetry.rail_facts import Finding, RailFacts, available, carries, rail_facts
 from benchharness.telemetry.rails import RANK, gpu_table, nic_gpu_relations
@@ -38,7 +42,6 @@ REQUIRED_TOOLS: tuple[str, ...] = requirements.required_tools()
 GOOD_GPU_NIC = ("PIX", "PXB")
 _MEANING = {"PHB": "through the PCIe host bridge", "NODE": "across host bridges within a NUMA node",
             "SYS": "across the inter-socket link"}
-_GEN_GTS = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}
 
 
 class HostJudge:
@@ -81,19 +84,12 @@ class HostJudge:
 
     def pcie(self, rf: RailFacts) -> None:
         nic = rf.nic or {}
-        link = nic.get("pcie") if nic else (rf.rdma or {}).get("pcie")
-        if not available(link) or not link:
-            lspci = nic.get("lspci") or {}
-            if available(lspci) and lspci.get("lnksta"):
-                cur, cap = lspci["lnksta"], lspci["lnkcap"]
-                link = {"current_speed_gts": cur.get("speed_gts"), "current_width": cur.get("width"),
-                        "max_speed_gts": cap.get("speed_gts"), "max_width": cap.get("width")}
-            elif (rf.rdma or {}).get("pcie") and available(rf.rdma["pcie"]):  # type: ignore[index]
-                link = rf.rdma["pcie"]  # type: ignore[index]
-            else:
-                if not nic.get("virtual"):
-                    self.add(rf, "pcie_link", "info", f"PCIe link not readable ({(link or {}).get('reason')})")
-                return
+        link = pcie_link(nic, rf.rdma)  # sysfs, else lspci -vvv (one reader), else the RDMA device's
+        if link is None:
+            if not nic.get("virtual"):
+                reason = (nic.get("pcie") if nic else (rf.rdma or {}).get("pcie")) or {}
+                self.add(rf, "pcie_link", "info", f"PCIe link not readable ({reason.get('reason')})")
+            return
         self.pcie_verdict(rf, "NIC", link, speed_is_idle=False)
 
     def pcie_verdict(self, rf: RailFacts | None, what: str, link: Mapping[str, Any], speed_is_idle: bool) -> None:
@@ -316,8 +312,8 @@ class HostJudge:
             for dev in devices:
                 cur_gen, max_gen = _float(dev.get("pcie.link.gen.current")), _float(dev.get("pcie.link.gen.max"))
                 cw, mw = _float(dev.get("pcie.link.width.current")), _float(dev.get("pcie.link.width.max"))
-                link = {"current_speed_gts": _GEN_GTS.get(int(cur_gen)) if cur_gen else None,
-                        "max_speed_gts": _GEN_GTS.get(int(max_gen)) if max_gen else None,
+                link = {"current_speed_gts": gts_of(cur_gen) if cur_gen else None,
+                        "max_speed_gts": gts_of(max_gen) if max_gen else None,
                         "current_width": int(cw) if cw else None, "max_width": int(mw) if mw else None}
                 self.pcie_verdict(None, f"GPU{dev.get('index')} {dev.get('name')} ({dev.get('pci.bus_id')})", link,
                                   speed_is_idle=True)
@@ -400,6 +396,8 @@ class HostJudge:
             self.pcie(rf)
             self.numa(rf, gpu_numa)
             self.link(rf)
+            nic_checks.judge_rail(self.add, rf, self.host.var("nic_line_rate_gbps"),
+                                  (self.facts.get("host") or {}).get("irqbalance"))
             self.gid_index(rf)
             self.link_ber(rf)
             self.nic_temperatures(rf)

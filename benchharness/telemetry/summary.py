@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from benchharness.core.pcie import gen_of
 from benchharness.telemetry import requirements
 
 
@@ -52,8 +53,8 @@ def pcie_text(pcie: Any) -> str:
     """``Gen5 x16`` or ``Gen4 x8 of Gen5 x16 — DOWNGRADED``; empty when sysfs had no link."""
     if not _available(pcie) or not isinstance(pcie, Mapping) or not pcie.get("current_width"):
         return ""
-    now = f"Gen{pcie.get('current_gen', '?')} x{pcie.get('current_width')}"
-    cap = f"Gen{pcie.get('max_gen', '?')} x{pcie.get('max_width', '?')}"
+    now = f"Gen{gen_of(pcie.get('current_speed_gts')) or '?'} x{pcie.get('current_width')}"
+    cap = f"Gen{gen_of(pcie.get('max_speed_gts')) or '?'} x{pcie.get('max_width', '?')}"
     if pcie.get("downgraded"):
         return f"{now} of {cap} — DOWNGRADED"
     return now
