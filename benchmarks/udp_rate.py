@@ -18,6 +18,7 @@ import argparse
 import json
 import subprocess
 import tempfile
+import threading
 from pathlib import Path
 
 from _common import ROOT, bench, lab_up, median, netns_argv, result
@@ -40,6 +41,8 @@ def by_hand(info, duration: int, base_port: int, bitrate: str) -> tuple[float, i
             for line in server.stdout:
                 if "Server listening" in line:
                     break
+            # keep reading its reports: a full pipe would stall the receiver and count as drops
+            threading.Thread(target=server.stdout.read, daemon=True).start()
         clients = [subprocess.Popen(netns_argv(info, 2, ["iperf3", "-c", h1.address, "-p", str(p), "-J", "-t",
                                                          str(duration), "-u", "-l", "64", "-b", bitrate]),
                                     stdout=subprocess.PIPE, text=True) for p in ports]
