@@ -10,7 +10,7 @@ NICs), each on 2 NUMA nodes with 4 NICs per node; and under ``root/bin`` the sta
 ``degrade`` maps rail index -> ``"x8"`` (PCIe trained at x8 of x16), ``"down"`` (link down),
 ``"numa"`` (the NIC reports the other NUMA node), ``"gen4"`` (a Gen4 x16 slot: 16 GT/s at full
 width, which cannot carry 400 Gbit/s), ``"irq_far"`` (every queue IRQ on one CPU of the other NUMA
-node), ``"tso"`` (TCP segmentation offload off), ``"aer"`` (correctable AER errors) or, on the DGX,
+node), ``"tso"`` / ``"gro"`` (TCP segmentation / generic receive offload off), ``"aer"`` (correctable AER errors) or, on the DGX,
 ``"ber"`` (its ``mlxlink -c`` reports errors past FEC). ``inventory_vars`` gives the matching host line.
 
 Each NIC has 4 queue IRQs and a control IRQ (``msi_irqs``, ``/proc/interrupts`` lines in the
@@ -94,8 +94,9 @@ def _nic_config(root: Path, tools: Path, pci: str, numa: int, rail: int, netdev:
     out = tools.parent / "outputs" / netdev
     out.mkdir(parents=True)
     features = _without_prompt(ETHTOOL_K)
-    if degrade == "tso":
-        features = features.replace("tcp-segmentation-offload: on", "tcp-segmentation-offload: off")
+    if degrade in ("tso", "gro"):
+        key = "tcp-segmentation-offload" if degrade == "tso" else "generic-receive-offload"
+        features = features.replace(f"{key}: on", f"{key}: off")
     for name, text in (("k", features), ("l", _without_prompt(ETHTOOL_L)), ("g", ETHTOOL_G.read_text()),
                        ("c", ETHTOOL_C.read_text())):
         (out / name).write_text(re.sub(r"for (eth\d|enp2s0f0|ens7):", f"for {netdev}:", text))

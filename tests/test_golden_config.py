@@ -1,5 +1,5 @@
 """The learned golden configuration: 16 MI300X-shaped hosts probed by the real probe, one on
-other NIC firmware and one NIC at MTU 1500; `bench doctor` names exactly those two."""
+other NIC firmware, one NIC at MTU 1500 and one rail with GRO off; `bench doctor` names exactly those."""
 
 from __future__ import annotations
 
@@ -17,15 +17,17 @@ from tests import synthetic_hosts
 
 PROBE = Path(__file__).resolve().parents[1] / "benchharness" / "onhost" / "probe.py"
 FIRMWARE, OLD_FIRMWARE = "230.0.154.0/pkg 230.0.154.0", "227.1.111.0/pkg 227.1.111.0"
-ODD_FIRMWARE, ODD_MTU = "h05", "h12"
+ODD_FIRMWARE, ODD_MTU, ODD_GRO = "h05", "h12", "h07"
 
 
 def _ethtool(path: Path, firmware: str) -> None:
-    """A stand-in ``ethtool`` that answers ``-i`` in ethtool's format and refuses the rest."""
+    """A stand-in ``ethtool`` that answers ``-i`` in ethtool's format and leaves the rest to the
+    synthetic host's own stand-in (real published ``-k/-l/-g/-c`` outputs)."""
+    path.rename(path.with_name("ethtool.synthetic"))
     path.write_text("#!/bin/sh\nif [ \"$1\" = -i ]; then\n"
                     "  printf 'driver: bnxt_en\\nversion: 6.8.0-synthetic\\nfirmware-version: %s\\n"
                     "bus-info: 0000:00:00.0\\n' '" + firmware + "'\n"
-                    "  exit 0\nfi\necho \"stand-in ethtool: unsupported: $*\" >&2\nexit 2\n")
+                    f"  exit 0\nfi\nexec '{path.with_name('ethtool.synthetic')}' \"$@\"\n")
     path.chmod(0o755)
 
 
@@ -43,7 +45,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
     built = {}
     for i in range(1, 17):
         name = f"h{i:02d}"
-        built[name] = synthetic_hosts.build("mi300x", root / name)
+        built[name] = synthetic_hosts.build("mi300x", root / name, {2: "gro"} if name == ODD_GRO else {})
         _ethtool(built[name]["bin"] / "ethtool", OLD_FIRMWARE if name == ODD_FIRMWARE else FIRMWARE)
     netdev = synthetic_hosts.inventory_vars("mi300x", built[ODD_MTU])["netdev"].split(",")[3]
     (built[ODD_MTU]["tree"] / "sys" / "class" / "net" / netdev / "mtu").write_text("1500\n")
@@ -58,18 +60,22 @@ def test_doctor_names_exactly_the_two_odd_hosts(fleet: Path, capsys: pytest.Capt
     facts = json.loads(fleet.read_text())["facts"]
     learned = golden.learn(facts)
     found = golden.deviations(facts, learned)
-    assert {d.host for d in found} == {ODD_FIRMWARE, ODD_MTU}
+    assert {d.host for d in found} == {ODD_FIRMWARE, ODD_MTU, ODD_GRO}
     assert {(d.host, d.fact, d.value, d.expected) for d in found} == (
-        {(ODD_FIRMWARE, "firmware", OLD_FIRMWARE, FIRMWARE)} | {(ODD_MTU, "mtu", "1500", "9000")})
+        {(ODD_FIRMWARE, "firmware", OLD_FIRMWARE, FIRMWARE)} | {(ODD_MTU, "mtu", "1500", "9000")}
+        | {(ODD_GRO, "gro", "off", "on")})
+    (gro,) = [d for d in found if d.host == ODD_GRO]
+    assert gro.nic == synthetic_hosts.inventory_vars("mi300x", {"tree": Path(), "bin": Path()})["netdev"].split(",")[2]
     assert sum(d.host == ODD_FIRMWARE for d in found) == 8  # every NIC of that host
 
     assert main(["doctor", f"facts={fleet}"]) == 0  # a learned majority warns, it does not fail
     out = capsys.readouterr().out
     drift = [line for line in out.splitlines() if line.startswith("  WARN ")]
-    assert len(drift) == 2, out
+    assert len(drift) == 3, out
     assert f"{ODD_FIRMWARE}: firmware {OLD_FIRMWARE}" in drift[0] and f"majority {FIRMWARE}, 15 of 16" in drift[0]
-    assert f"{ODD_MTU}: mtu 1500 on " in drift[1] and "majority 9000, 15 of 16 hosts" in drift[1]
-    assert "2 host(s) differ: h05, h12" in out
+    assert f"{ODD_GRO}: gro off on {gro.nic} (majority on, 15 of 16 hosts" in drift[1], drift[1]
+    assert f"{ODD_MTU}: mtu 1500 on " in drift[2] and "majority 9000, 15 of 16 hosts" in drift[2]
+    assert "3 host(s) differ: h05, h07, h12" in out
 
 
 def test_golden_tag_in_the_catalog(fleet: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

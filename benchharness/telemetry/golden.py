@@ -2,7 +2,9 @@
 
 Before any traffic, the hosts that differ from their peers are the usual suspects: one NIC on
 older firmware, one port left at MTU 1500, a NIC trained at PCIe x8, another driver. This module
-turns each host's probe facts into a flat profile (``nic.<netdev>.firmware`` -> ``"28.39.1002"``),
+turns each host's probe facts into a flat profile (``nic.<netdev>.firmware`` -> ``"28.39.1002"``,
+``nic.<netdev>.gro`` -> ``"on"``: offloads, channels, rings, coalescing, MPS/MRRS and where the
+queue IRQs run, read by ``nic_config.py``),
 groups hosts by role (inventory variable ``role``, else ``all``) and NIC model, learns the value
 most hosts of a group hold for every key (a strict majority; a split names no golden value), and
 lists each host's departures from it. ``bench doctor`` prints them; ``bench doctor golden=TAG``
@@ -20,11 +22,16 @@ from typing import Any
 
 from benchharness.telemetry import requirements
 from benchharness.telemetry.fabric_checks import nic_qos
+from benchharness.telemetry.nic_config import cpulist, read_nic
+from benchharness.telemetry.parsers.lspci import device_of
 from benchharness.telemetry.summary import is_probe_facts, pcie_text
 
 #: Per-NIC facts, in the order they are reported.
 NIC_FACTS = ("model", "driver", "driver_version", "firmware", "mtu", "speed", "pcie", "numa_node",
-             "pfc", "trust", "ecn", "gid_index", "link_layer")
+             "pfc", "trust", "ecn", "gid_index", "link_layer",
+             # the NIC's configuration (nic_config.py): offloads, queues, rings, coalescing, PCIe, IRQs
+             "tso", "gso", "gro", "lro", "rx_checksum", "tx_checksum", "channels", "rss_rings", "rx_ring",
+             "tx_ring", "adaptive_rx", "rx_usecs", "max_payload", "max_read_req", "queue_irq_cpus", "irq_node")
 DEFAULT_ROLE = "all"
 
 
@@ -70,10 +77,41 @@ def _text(value: Any) -> str | None:
 def nic_model(nic: Mapping[str, Any]) -> str:
     """What a NIC is: the device name lspci gave, else its driver, else ``unknown``."""
     lspci = nic.get("lspci") if isinstance(nic.get("lspci"), Mapping) else {}
-    for key in ("device", "name", "model"):
-        if isinstance(lspci, Mapping) and lspci.get(key):
-            return str(lspci[key])
+    raw = lspci.get("raw") if isinstance(lspci, Mapping) else None
+    dev = device_of(raw) if isinstance(raw, str) else None
+    if dev and dev.get("name"):
+        return str(dev["name"])
     return str(nic.get("driver") or "unknown")
+
+
+def _on(value: Any) -> str | None:
+    return None if value is None else ("on" if value else "off")
+
+
+def config_values(nic: Mapping[str, Any]) -> dict[str, Any]:
+    """The NIC-configuration facts of one netdev record (None where the host could not say)."""
+    cfg = read_nic(nic)
+    feats = (cfg.features or {}).get("features") or {}
+    channels = (cfg.channels or {}).get("current") or {}
+    rings = (cfg.rings or {}).get("current") or {}
+    coalesce = cfg.coalesce or {}
+    queue = [i for i in cfg.irqs or [] if i.queue]
+    local = set(cpulist(nic.get("local_cpulist")))
+    homes = {c for i in queue for c in i.cpus}
+    return {
+        "tso": _on(feats.get("tcp-segmentation-offload")), "gso": _on(feats.get("generic-segmentation-offload")),
+        "gro": _on(feats.get("generic-receive-offload")), "lro": _on(feats.get("large-receive-offload")),
+        "rx_checksum": _on(feats.get("rx-checksumming")), "tx_checksum": _on(feats.get("tx-checksumming")),
+        "channels": channels.get("combined") if channels.get("combined") is not None else channels.get("rx"),
+        "rss_rings": len(cfg.rss["rings_used"]) if cfg.rss and not cfg.rss["elided"] else None,
+        "rx_ring": rings.get("rx"), "tx_ring": rings.get("tx"),
+        "adaptive_rx": _on(coalesce.get("adaptive_rx")), "rx_usecs": (coalesce.get("settings") or {}).get("rx-usecs"),
+        "max_payload": (cfg.lspci or {}).get("max_payload_bytes"),
+        "max_read_req": (cfg.lspci or {}).get("max_read_req_bytes"),
+        "queue_irq_cpus": len(homes) if queue else None,
+        "irq_node": None if not queue or not local else (
+            "local" if homes <= local else "far" if not homes & local else "mixed"),
+    }
 
 
 def _roce_gid_index(port: Mapping[str, Any]) -> str | None:
@@ -130,6 +168,7 @@ def profile(facts: Mapping[str, Any]) -> dict[str, str]:
             "numa_node": nic.get("numa_node"),
             "gid_index": _roce_gid_index(port) if port else None,
             "link_layer": port.get("link_layer") if port else None,
+            **config_values(nic),
         }
         entry = (qos or {}).get(netdev)
         if isinstance(entry, Mapping) and (entry.get("mlnx_qos") or entry.get("dcb_pfc") or entry.get("ecn")):
