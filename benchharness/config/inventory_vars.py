@@ -96,6 +96,7 @@ BENCH_VARS: dict[str, tuple[Callable[[Any], Any], Callable[[Any], bool], str]] =
     "bench_python": (_to_str, bool, "a path"),
     "mpi_rsh_agent": (_to_str, bool, "a path"),
     "bench_netns": (_to_str, bool, "a network namespace name"),
+    "telemetry_cpu_cgroup": (_to_str, bool, "a cgroup directory (the host's CPU time: a container, a lab host)"),
     "link_layer": (_to_link_layer, bool, "InfiniBand or Ethernet"),
     "traffic_class": (_to_int, lambda x: 0 <= x <= 255, "an integer 0..255"),
     "launch_ssh_key": (_to_str, bool, "a path on the launch node"),

@@ -42,7 +42,7 @@ COMMANDS: tuple[Needed, ...] = (
     *_group(LAB, "iproute2", "ip", "tc", "rdma"),
     *_group(LAB, "openssh-server", "sshd"),
     *_group(LAB, "openssh-client", "ssh", "ssh-keygen"),
-    *_group(LAB, "util-linux", "unshare", "nsenter", "setsid", "switch_root"),
+    *_group(LAB, "util-linux", "unshare", "nsenter", "setsid", "switch_root", "taskset"),
     *_group(LAB, "hostname", "hostname"),
     *_group(LAB, "dash", "sh"),
     *_group(LAB, "coreutils", "sleep", "mkdir", "timeout", "stdbuf", "printf", "true"),

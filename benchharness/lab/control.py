@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from benchharness.core.errors import LabError
+from benchharness.lab import cgroups as lab_cgroups
 from benchharness.lab import commands as lab_commands
 from benchharness.lab import jump as lab_jump
 from benchharness.lab import rdma as lab_rdma
@@ -296,6 +297,10 @@ def _build(state: dict[str, Any], rdma: str | None) -> None:
     else:
         for host in state["hosts"]:
             _make_host(br, host)
+        cgroups = lab_cgroups.make(state["name"], d, [h["name"] for h in state["hosts"]])
+        for host in state["hosts"]:  # all named before any sshd, so a failure removes them all
+            if host["name"] in cgroups:
+                host["cgroup"], host["cgroup_seen"] = cgroups[host["name"]]
         for host in state["hosts"]:
             _start_sshd(d, host)
         _wait_sshd(d, state["hosts"])
@@ -355,10 +360,13 @@ def _start_sshd(d: Path, host: Mapping[str, Any]) -> None:
     cfg = hd / "sshd_config"
     cfg.write_text(sshd_config(hd, host["address"], d / "authorized_keys"))
     log = hd / "sshd.log"
-    # sh sets the hostname in the fresh UTS namespace, then becomes sshd (which daemonizes)
+    # the host's own CPU cgroup (lab/cgroups.py), entered by its bind-mounted path (the namespace's
+    # fresh /sys has no cgroup file systems): sshd and all it starts are in it. sh sets the hostname
+    # in the fresh UTS namespace, then becomes sshd (which daemonizes)
     _run(f"{h}: start sshd", ["ip", "netns", "exec", host["netns"], "unshare", "--uts", "--", "sh", "-c",
+                              'if [ -n "$5" ]; then echo $$ > "$5/cgroup.procs" || exit 1; fi; '
                               'hostname "$1" && exec "$2" -f "$3" -E "$4"', "sh", h, SSHD, str(cfg),
-                              str(log)], log=log)
+                              str(log), str(host.get("cgroup_seen") or "")], log=log)
 
 
 def _ssh_banner(address: str, timeout: float) -> bool:
@@ -431,6 +439,7 @@ def _teardown(state: Mapping[str, Any], lab_dir: Path) -> list[str]:
              if str(h.get("netns", "")).startswith("bh-")]
     for h in hosts:
         errors += _kill_netns(h["netns"])
+    lab_cgroups.remove(lab_dir, [str(h["cgroup"]) for h in hosts if h.get("cgroup")])
     steps = [(SYS_NET / h["veth"], ["ip", "link", "del", h["veth"]]) for h in hosts
              if str(h.get("veth", "")).startswith("bh")]
     steps += [(SYS_NET / r["veth"], ["ip", "link", "del", r["veth"]]) for h in hosts

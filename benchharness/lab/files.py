@@ -60,6 +60,8 @@ def render_inventory(state: Mapping[str, Any], python: str = sys.executable) -> 
     for h in state["hosts"]:
         hvars = {"ansible_host": h["address"], "data_ip": h["address"], "netdev": "eth0",
                  "bench_netns": h["netns"]}
+        if h.get("cgroup_seen"):  # the host's own CPU time (lab/cgroups.py), read by the sampler
+            hvars["telemetry_cpu_cgroup"] = h["cgroup_seen"]
         if h.get("shape"):
             hvars |= {"nic_line_rate_gbps": f"{parse_rate_gbps(h['shape']):g}", "bench_shape": h["shape"]}
         rails = h.get("rails") or []

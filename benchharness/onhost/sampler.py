@@ -101,25 +101,20 @@ class Sources:
         return out
 
     def cgroup_cpu(self, path: Optional[str]) -> Optional[Dict[str, Any]]:
-        """CPU seconds of the processes in one cgroup (a container, a lab host): cgroup v1
-        ``cpuacct.usage_all`` (per core, user and system) or v2 ``cpu.stat`` (totals only)."""
+        """CPU seconds of the processes in one cgroup (a container, a lab host), as the scheduler
+        counts them: cgroup v1 ``cpuacct.usage_percpu`` (per core, nanoseconds) or v2 ``cpu.stat``
+        ``usage_usec`` (all cores as ``cpu``). Not v1's ``cpuacct.usage_all``: its user/system
+        split is sampled at the timer tick."""
         if not path:
             return None
-        text = _read(os.path.join(path, "cpuacct.usage_all"))
+        text = _read(os.path.join(path, "cpuacct.usage_percpu"))
         if text:
-            cores = {}  # type: Dict[str, List[float]]
-            for row in text.splitlines()[1:]:
-                parts = row.split()
-                if len(parts) == 3 and all(p.isdigit() for p in parts):
-                    cores["cpu" + parts[0]] = [int(parts[1]) / 1e9, int(parts[2]) / 1e9]
-            return {"cores": cores}
+            return {"cores": {"cpu" + str(i): int(v) / 1e9 for i, v in enumerate(text.split()) if v.isdigit()}}
         text = _read(os.path.join(path, "cpu.stat"))
-        if text:
-            stat = dict(ln.split()[:2] for ln in text.splitlines() if len(ln.split()) >= 2)
-            user, system = _int(stat.get("user_usec")), _int(stat.get("system_usec"))
-            if user is not None and system is not None:
-                return {"cores": {"cpu": [user / 1e6, system / 1e6]}}
-        return {"error": "no cpuacct.usage_all or cpu.stat under " + path}
+        usage = re.search(r"^usage_usec\s+(\d+)", text or "", re.MULTILINE)
+        if usage:
+            return {"cores": {"cpu": int(usage.group(1)) / 1e6}}
+        return {"error": "no cpuacct.usage_percpu or cpu.stat under " + path}
 
     def memory(self) -> Dict[str, Any]:
         if self.psutil:
@@ -183,17 +178,13 @@ def _busy(modes: List[float]) -> float:
 
 
 def _cgroup_delta(prev: Optional[Dict[str, Any]], now: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
-    """The cgroup's CPU seconds spent over the interval, per core: ``{"cores": {cpuN: [user_s, system_s]}}``."""
+    """The cgroup's CPU seconds spent over the interval, per core: ``{"cores": {cpuN: seconds}}``."""
     if now is None:
         return None
     if "error" in now or prev is None or "error" in prev:
         return {"error": now.get("error") or (prev or {}).get("error") or "no earlier reading"}
-    cores = {}  # type: Dict[str, List[float]]
-    for name, (user, system) in now["cores"].items():
-        if name in prev["cores"]:
-            before = prev["cores"][name]
-            cores[name] = [round(max(user - before[0], 0.0), 6), round(max(system - before[1], 0.0), 6)]
-    return {"cores": cores}
+    return {"cores": {name: round(max(value - prev["cores"][name], 0.0), 6)
+                      for name, value in now["cores"].items() if name in prev["cores"]}}
 
 
 def sample_line(src: Sources, netdevs: List[str], prev: Dict[str, Any], now: Dict[str, Any]) -> Dict[str, Any]:

@@ -105,12 +105,33 @@ def telemetry(run: RunDir, info: Mapping[str, Any]) -> dict[str, Any]:
         if chart:
             figures.append({"svg": chart, "caption": title})
     counters, counters_total = runview.counter_rows(run)
+    cpu_table = cpu_rows(run)
     rails = [(host, rows) for host, rows in sorted(runview.rail_rows(run, info).items()) if rows]
     return {"facts": host_rows, "nics": nic_rows, "nic_cols": nic_cols,
             "rails": rails, "rail_cols": runview.RAIL_COLUMNS,
             "preflight": verdict_rows(runview.read_preflight(run)),
             "warnings": runview.telemetry_warnings(run, info), "figures": figures,
-            "counters": counters, "counters_total": counters_total}
+            "counters": counters, "counters_total": counters_total, "cpu": cpu_table}
+
+
+def cpu_rows(run: RunDir) -> list[dict[str, Any]]:
+    """The CPU cost table: per test, host and rail over its steps (``results/cpu.py``), beside
+    throughput and iperf3's own CPU figure."""
+    from benchharness.results import cpu
+
+    rows = cpu.cpu_rows(run)
+    tool: dict[tuple[str, str, str | None], list[float]] = {}
+    for r in rows:
+        if r.iperf3_cpu_pct is not None:
+            tool.setdefault((r.test, r.host, r.rail), []).append(r.iperf3_cpu_pct)
+    out = []
+    for (test, host, rail), c in sorted(cpu.per_host(rows).items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or "")):
+        own = tool.get((test, host, rail))
+        out.append({"test": test, "host": host, "rail": rail or "", "gb": c.gb, "gbps": c.gbps, "cpu_s": c.cpu_s,
+                    "scope": c.scope, "cpu_s_per_gb": c.cpu_s_per_gb, "busiest_core": c.busiest_core or "",
+                    "busiest_pct": c.busiest_pct, "softirq": c.busiest_softirq_share,
+                    "iperf3_cpu_pct": sum(own) / len(own) if own else None})
+    return out
 
 
 def run_context(run: RunDir) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from typing import Any
 
 from benchharness.core.model import Verdict, endpoint, split_endpoint
 from benchharness.core.naming import safe_name
-from benchharness.results import runview
+from benchharness.results import cpu, runview
 from benchharness.results.health import CHECK_PREFIX, limits_by_test
 from benchharness.results.store import RunDir
 from benchharness.telemetry import load
@@ -312,7 +312,7 @@ def load_rows(run: RunDir, info: Mapping[str, Any] | None = None) -> list[LoadRo
         out += _heat_rows(run, test, step, seconds, lim)
         if "throttle" in lim:
             out += _throttle_rows(run, test, step, lim)
-    return out
+    return out + [LoadRow(*row) for row in cpu.judge(run, limits)]
 
 
 def _series_degradation(test: str, step: str, started: float, ended: float, series: Mapping[str, list[RailPoint]],

@@ -129,6 +129,8 @@ def sampler_argv(host: Host, path: str, interval: float, counters_every: float =
         argv += ["--module-every", f"{module_every:g}"]
     if host.var("telemetry_root"):
         argv += ["--root", str(host.var("telemetry_root"))]
+    if host.var("telemetry_cpu_cgroup"):  # the host's CPU is a cgroup's (a container, a lab host)
+        argv += ["--cpu-cgroup", str(host.var("telemetry_cpu_cgroup"))]
     vendor = sampler_gpu_vendor(host)
     if vendor:
         argv += ["--gpu", vendor]

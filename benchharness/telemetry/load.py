@@ -9,6 +9,9 @@ Limits of a test's ``health:`` block beside the counter limits of ``telemetry/he
       temp_slope_c_per_min: 2    # least-squares slope of a sensor over the step, degrees C per minute
       throttle: none             # no clock throttle reason active (nvidia-smi / amd-smi), or
                                  # "thermal": only thermal and power-brake reasons count
+      cpu_s_per_gb: 2            # CPU-seconds a host spends per GB its NICs move (telemetry/cpu_cost.py)
+      cpu_vs_peers: 1.5          # a host's CPU-s/GB over the test vs the median of its peers'
+      busiest_core_pct: 90       # busy share of the host's busiest core over a step, percent
 
 ``degradation`` reads interval samples: (start, end, Gbit/s) rows, the tool's own (iperf3 ``-i``)
 or the counter series' bytes per interval (``telemetry/series.py``). The thirds are thirds of the
@@ -24,11 +27,13 @@ from typing import Any
 
 from benchharness.core.units import parse_duration
 
-LOAD_KEYS = ("degradation", "sustained_s", "temp_peak_c", "temp_slope_c_per_min", "throttle")
+CPU_LIMITS = ("cpu_s_per_gb", "cpu_vs_peers", "busiest_core_pct")
+LOAD_KEYS = ("degradation", "sustained_s", "temp_peak_c", "temp_slope_c_per_min", "throttle", *CPU_LIMITS)
 #: Keys that are limits (``sustained_s`` only qualifies ``degradation``).
-LOAD_LIMITS = ("degradation", "temp_peak_c", "temp_slope_c_per_min", "throttle")
+LOAD_LIMITS = ("degradation", "temp_peak_c", "temp_slope_c_per_min", "throttle", *CPU_LIMITS)
 LABELS = {"degradation": "degradation", "temp_peak_c": "temperature peak",
-          "temp_slope_c_per_min": "temperature slope", "throttle": "throttle"}
+          "temp_slope_c_per_min": "temperature slope", "throttle": "throttle",
+          "cpu_s_per_gb": "CPU per GB", "cpu_vs_peers": "CPU per GB vs peers", "busiest_core_pct": "busiest core"}
 DEFAULT_SUSTAINED_S = 60.0
 THROTTLE_MODES = ("none", "thermal")
 #: Fewer interval samples than this in a third: too few to call a trend.
@@ -47,6 +52,8 @@ def parse_load(key: str, value: Any) -> Any:
     if isinstance(value, bool) or value is None:
         raise ValueError(f"{key} must be a number, not {value!r}")
     text = str(value).strip()
+    if key == "busiest_core_pct":
+        text = text.removesuffix("%")
     if key == "sustained_s":
         seconds = parse_duration(value)
         if seconds <= 0:
@@ -59,6 +66,10 @@ def parse_load(key: str, value: Any) -> Any:
                          f"not {value!r}") from None
     if math.isnan(number) or (number < 0 and key != "temp_slope_c_per_min"):
         raise ValueError(f"{key} must not be negative: {value!r}")
+    if key == "busiest_core_pct" and not 0 < number <= 100:
+        raise ValueError(f"busiest_core_pct is a percent of one core (0..100), not {value!r}")
+    if key == "cpu_vs_peers" and number <= 1:
+        raise ValueError(f"cpu_vs_peers is a ratio to the peers' median above 1 (e.g. 1.5), not {value!r}")
     if key == "degradation" and number >= 1:
         raise ValueError(f"degradation is a share of the first third's bandwidth (0..100%), not {value!r}")
     return number

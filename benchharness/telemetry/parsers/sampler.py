@@ -53,12 +53,12 @@ class CgroupCpu:
     """A cgroup's CPU seconds over one interval (``--cpu-cgroup``): per core (v1) or ``cpu`` (v2)."""
 
     path: str | None
-    cores: dict[str, tuple[float, float]]  # name -> (user_s, system_s)
+    cores: dict[str, float]  # name -> seconds
     error: str | None = None
 
     @property
     def busy_s(self) -> float:
-        return sum(u + s for u, s in self.cores.values())
+        return sum(self.cores.values())
 
 
 @dataclass(frozen=True)
@@ -130,10 +130,8 @@ def _cgroup(cpu: Mapping[str, Any]) -> CgroupCpu | None:
     cg = cpu.get("cgroup")
     if not isinstance(cg, Mapping):
         return None
-    cores: dict[str, tuple[float, float]] = {}
-    for name, pair in (cg.get("cores") or {}).items() if isinstance(cg.get("cores"), Mapping) else []:
-        if isinstance(pair, list) and len(pair) == 2 and None not in (u := _num(pair[0]), s := _num(pair[1])):
-            cores[str(name)] = (float(u or 0.0), float(s or 0.0))
+    raw = cg.get("cores")
+    cores = {str(k): v for k, x in raw.items() if (v := _num(x)) is not None} if isinstance(raw, Mapping) else {}
     return CgroupCpu(str(cg["path"]) if cg.get("path") else None, cores,
                      str(cg["error"]) if cg.get("error") else None)
 
