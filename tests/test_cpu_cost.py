@@ -165,3 +165,15 @@ def test_cpu_limits_judged_and_the_costly_host_named(tmp_path: Path) -> None:
 def test_bad_cpu_limits_say_why(bad: dict) -> None:
     with pytest.raises(HealthError, match=next(iter(bad))):
         parse_health(bad)
+
+
+def test_bench_compare_shows_cpu_cost_per_run(tmp_path: Path) -> None:
+    from benchharness.report.compare import render_comparison
+
+    a = synth.build_run(tmp_path / "a", name="a", reps=1, seed=1)
+    b = synth.build_run(tmp_path / "b", name="b", reps=1, seed=2)
+    html = render_comparison([a, b], tmp_path / "c.html").read_text()
+    assert "CPU cost per run" in html
+    summary = cpu.run_summary(a)
+    assert summary["cpu_s_per_gb_median"] is not None and summary["cpu_s_per_gb_median"] > 0
+    assert f"{summary['cpu_s_per_gb_median']:.3g}" in html

@@ -43,7 +43,16 @@ def comparison_context(runs: Sequence[RunDir], threshold: float = stats.EQUIVALE
             "summary": _summary(comp), "tests": tests, "note": note,
             "cost": comp.cost, "cost_chart": _cost_chart(comp), "noise": comp.noise,
             "projection": comp.projection, "projection_chart": _projection_chart(comp),
-            "generated": when(dt.datetime.now(dt.UTC).timestamp())}
+            "cpu": _cpu(runs, comp), "generated": when(dt.datetime.now(dt.UTC).timestamp())}
+
+
+def _cpu(runs: Sequence[RunDir], comp: Comparison) -> list[dict[str, Any]]:
+    """Per run: the median and highest host CPU-s/GB, the busiest core (``results/cpu.py``);
+    empty when no run has per-core sampler times."""
+    from benchharness.results import cpu
+
+    rows = [{"label": r.get("label"), **cpu.run_summary(run)} for r, run in zip(comp.runs, runs, strict=False)]
+    return rows if any(v is not None for row in rows for k, v in row.items() if k != "label") else []
 
 
 def _case_text(row: dict[str, Any], cols: Sequence[str]) -> str:
