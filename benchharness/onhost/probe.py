@@ -15,7 +15,8 @@ trees in tests, lab hosts standing for GPU nodes); ``--path-prefix`` puts direct
 ``--tools`` names the programs whose versions to ask, ``{"iperf3": {"argv": ["iperf3", "--version"],
 "pattern": "iperf\\s+(\\d+...)"}}``: the controller sends the tool adapters' facts
 (``telemetry/requirements.py``), so no tool's version command is written here. Complex command outputs (``nvidia-smi
-topo -m``, ``ethtool -m``, ``amd-smi``) are kept raw for the parsers on the controller side.
+topo -m``, ``ethtool -m``, ``amd-smi``, ``lspci -vvv``, ``ethtool
+-k/-l/-x/-g/-c``, AER counters, the NIC's ``/proc/interrupts`` lines) are kept raw for the parsers on the controller side.
 """
 # Python 3.6 compatible on purpose: typing generics, no capture_output/text=, no zip(strict=).
 # ruff: noqa: UP006, UP021, UP022, UP035, UP045, B905
