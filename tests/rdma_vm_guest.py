@@ -1,6 +1,8 @@
 """Runs inside the soft-RoCE VM (tests/vmharness.py): the real ``bench`` commands on an rxe lab.
 
-``python tests/rdma_vm_guest.py RESULTS`` brings up ``bench lab up hosts=2 rdma=rxe``, runs
+``python tests/rdma_vm_guest.py RESULTS`` first loads virtio_net for the VM's multi-queue NIC and
+runs the real host probe on this guest (``RESULTS/probe-mq.json``: its channels, RSS table and
+queue IRQs), then brings up ``bench lab up hosts=2 rdma=rxe``, runs
 ``bench doctor``, the rdma-bw suite, the RDMA part of acceptance (thresholds for emulation, and
 read latency), UCX over verbs, ``bench report``, takes the lab down, and writes ``RESULTS/guest.json``: every command
 with its exit code, output and wall time, the rxe GID table, and what was left running or
@@ -32,7 +34,7 @@ LAB = "vm"
 INVENTORY = Path("/run/benchharness/labs") / LAB / "inventory.ini"
 #: Each command's limit at reference speed (tests/vmharness.py REFERENCE_BOOT_S), about 4x what it
 #: takes there: a hang guard that scales with the machine, never a performance bound.
-STEP_WORK_S = {"lab up": 60, "doctor": 90, "rdma-bw": 150, "acceptance-rxe": 300,
+STEP_WORK_S = {"nic probe": 60, "lab up": 60, "doctor": 90, "rdma-bw": 150, "acceptance-rxe": 300,
                "ucx-rxe": 150, "report": 90, "lab down": 60}
 
 
@@ -105,6 +107,34 @@ def bench(results: Path, speed: Speed, name: str, *args: str) -> dict[str, Any]:
     return rec
 
 
+def nic_probe(results: Path, speed: Speed) -> dict[str, Any]:
+    """``modprobe virtio_net`` (no udev here), wait for its netdev, run the real probe of this guest."""
+    factor = speed.now()
+    timeout = STEP_WORK_S["nic probe"] * factor
+    progress(results, {"event": "start", "name": "nic probe", "limit_s": round(timeout), "speed": round(factor, 2)})
+    start = time.monotonic()
+    load = subprocess.run(["modprobe", "virtio_net"], capture_output=True, text=True, check=False)
+    netdevs: list[str] = []
+    while time.monotonic() - start < 10 * factor and not netdevs:
+        netdevs = [p.name for p in Path("/sys/class/net").iterdir()
+                   if (p / "device" / "driver").resolve().name == "virtio_net"]
+        time.sleep(0.2)
+    probe = HERE.parent / "benchharness" / "onhost" / "probe.py"
+    try:
+        proc = subprocess.run([sys.executable, str(probe), "--timeout", str(round(10 * factor))],
+                              capture_output=True, text=True, timeout=timeout, check=False)
+        rc, out, err = proc.returncode, proc.stdout, proc.stderr
+    except subprocess.TimeoutExpired:
+        rc, out, err = None, "", f"timed out after {timeout:.0f} s"
+    (results / "probe-mq.json").write_text(out)
+    rec = {"name": "nic probe", "argv": ["probe.py"], "rc": rc, "stdout": "", "stderr": load.stderr + err,
+           "netdevs": netdevs, "wall_s": round(time.monotonic() - start, 1), "limit_s": round(timeout),
+           "speed": round(factor, 2)}
+    progress(results, {"event": "end", "name": "nic probe", "rc": rc, "wall_s": rec["wall_s"]})
+    print(f"[guest] nic probe: rc={rc} {rec['wall_s']} s, netdevs {netdevs}", flush=True)
+    return rec
+
+
 def _read(path: Path) -> str | None:
     try:
         return path.read_text().strip()
@@ -155,6 +185,8 @@ def main(results: Path) -> int:
     runs = results / "runs"
     speed = Speed(machine_speed(results))
     log["speed"] = speed.boot
+    steps.append(nic_probe(results, speed))
+    save()
     up = bench(results, speed, "lab up", "lab", "up", "hosts=2", "rdma=rxe", f"name={LAB}")
     steps.append(up)
     if up["rc"] == 0:

@@ -1,6 +1,7 @@
 """RDMA for real: soft-RoCE (rdma_rxe) in a virtual machine, through the harness's own commands.
 
-One VM boot per session (``rdma_vm``, tests/vmharness.py) runs tests/rdma_vm_guest.py inside:
+One VM boot per session (``rdma_vm``, tests/vmharness.py; the VM has a 4-queue virtio-net NIC
+with RSS, read by the real probe first) runs tests/rdma_vm_guest.py inside:
 ``bench lab up hosts=2 rdma=rxe``, ``bench doctor``, ``bench run`` of suites/rdma-bw and
 the RDMA tests of acceptance plus read latency with limits for emulation
 (tests/fixtures/rdma_vm/acceptance-rxe.yaml), UCX over verbs (expected to abort: UCX 1.13's UD
@@ -92,7 +93,7 @@ def rdma_vm(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     with lab_lock():
         vm = vmharness.run_in_vm(command, results, cache, ROOT, VM_WORK_S,
                                  env={"PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": str(ROOT)},
-                                 extra_paths=[Path(sys.prefix)])
+                                 extra_paths=[Path(sys.prefix)], nic_queues=4)
     guest_file = results / "guest.json"
     log: dict[str, Any] = json.loads(guest_file.read_text()) if guest_file.exists() else {}
     line = f"rdma_vm: VM wall time {vm.wall_s:.0f} s (guest {log.get('wall_s', '?')} s), status {vm.status}; {vm.timings()}"
@@ -127,6 +128,23 @@ def host_vars(vm: dict[str, Any]) -> dict[str, dict[str, str]]:
 
 def results_of(run: RunDir) -> list[dict[str, Any]]:
     return [s for s in run.samples() if s.get("kind", "summary") == "summary" and s.get("role") == "client"]
+
+
+def test_the_probe_reads_the_vms_multi_queue_nic(rdma_vm: dict[str, Any]) -> None:
+    """A real multi-queue NIC (virtio-net, 4 queue pairs, RSS): channels, indirection table and
+    queue IRQs with their CPUs, read by the real probe in the guest and judged here."""
+    from benchharness.telemetry.nic_config import read_nic
+
+    assert step(rdma_vm, "nic probe")["rc"] == 0, step(rdma_vm, "nic probe")
+    facts = json.loads((rdma_vm["results"] / "probe-mq.json").read_text())
+    nic = next(n for n in facts["nics"]["devices"] if n["driver"] == "virtio_net")
+    cfg = read_nic(nic)
+    assert cfg.channels is not None and cfg.channels["max"]["combined"] == 4
+    assert cfg.rss is not None and cfg.rss["table_size"] and set(cfg.rss["rings_used"]) == set(
+        range(cfg.channels["current"]["combined"]))
+    queue = [i for i in cfg.irqs or [] if i.queue]
+    assert len(queue) == 8 and all(i.cpus for i in queue), cfg.irqs
+    assert facts["host"]["irqbalance"] is False  # the guest runs no irqbalance
 
 
 def test_lab_up_picks_the_roce_v2_gid_of_the_bridge_address(rdma_vm: dict[str, Any]) -> None:

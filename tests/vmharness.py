@@ -322,8 +322,14 @@ def _under_tmpfs(path: Path) -> bool:
 
 def run_in_vm(command: str, results: Path, cache_dir: Path, cwd: Path, work_s: float,
               env: dict[str, str] | None = None, extra_paths: Sequence[Path] = (),
-              memory_mb: int = 2048, cpus: int = 2, boot_timeout_s: float = BOOT_TIMEOUT_S) -> VmResult:
+              memory_mb: int = 2048, cpus: int = 2, boot_timeout_s: float = BOOT_TIMEOUT_S,
+              nic_queues: int = 0) -> VmResult:
     """Boot the VM, run ``command`` (bash) in ``cwd`` inside it, power off; see the module docstring.
+
+    ``nic_queues`` > 0 gives the guest a virtio-net NIC with that many queue pairs, RSS and an
+    MSI-X vector per queue (a real multi-queue NIC: its IRQs, channels and indirection table). Its
+    tap backend lives in a network namespace of its own, made for this boot and removed after it,
+    and is never brought up: nothing leaves the guest.
 
     ``work_s`` is the command's limit at reference speed; the real limit is ``work_s`` times the
     speed factor this boot measured (never less than ``work_s``). ``results`` is shared writable at
@@ -356,7 +362,11 @@ def run_in_vm(command: str, results: Path, cache_dir: Path, cwd: Path, work_s: f
     extra_path = results / "initramfs-extra.cpio.gz"
     extra.write(extra_path)
     initrd_run.write_bytes(initrd.read_bytes() + extra_path.read_bytes())
-    argv = qemu_argv(image, initrd_run, shares, memory_mb, cpus)
+    argv = qemu_argv(image, initrd_run, shares, memory_mb, cpus, nic_queues)
+    netns = f"bhvm-{os.getpid()}" if nic_queues else None
+    if netns:
+        subprocess.run(["ip", "netns", "add", netns], check=True, capture_output=True)
+        argv = ["ip", "netns", "exec", netns, *argv]  # ip execs qemu: the pid stays qemu's
     console = results / "console.log"
     start = time.monotonic()
     deadline = start + boot_timeout_s
@@ -389,6 +399,8 @@ def run_in_vm(command: str, results: Path, cache_dir: Path, cwd: Path, work_s: f
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+            if netns:
+                subprocess.run(["ip", "netns", "del", netns], check=False, capture_output=True)
     wall = time.monotonic() - start
     status_file = results / "status"
     status = int(status_file.read_text().strip()) if status_file.exists() else None
@@ -429,8 +441,9 @@ def _running_deadline(progress: Sequence[dict[str, Any]], seen: dict[str, float]
 
 
 def qemu_argv(image: Path, initrd: Path, shares: Sequence[tuple[str, Path, bool]], memory_mb: int,
-              cpus: int) -> list[str]:
-    """qemu's command line: TCG on every host core, an invariant TSC, ``/`` and the shares over 9p."""
+              cpus: int, nic_queues: int = 0) -> list[str]:
+    """qemu's command line: TCG on every host core, an invariant TSC, ``/`` and the shares over 9p;
+    with ``nic_queues``, a multi-queue virtio-net NIC with RSS on a tap that is never brought up."""
     argv = [QEMU, "-accel", "tcg,thread=multi", "-cpu", "max,+invtsc", "-smp", str(cpus), "-m", str(memory_mb),
             "-machine", "q35", "-nic", "none", "-no-reboot", "-nographic", "-monitor", "none",
             "-kernel", str(image), "-initrd", str(initrd), "-append", KERNEL_APPEND,
@@ -438,6 +451,9 @@ def qemu_argv(image: Path, initrd: Path, shares: Sequence[tuple[str, Path, bool]
     for tag, path, readonly in shares:
         argv += ["-virtfs", f"local,path={path},mount_tag={tag},security_model=none,multidevs=remap"
                  + (",readonly=on" if readonly else "")]
+    if nic_queues:
+        argv += ["-netdev", f"tap,id=mq0,ifname=bhmq0,script=no,downscript=no,queues={nic_queues}",
+                 "-device", f"virtio-net-pci,netdev=mq0,mq=on,rss=on,vectors={2 * nic_queues + 2}"]
     return argv
 
 
