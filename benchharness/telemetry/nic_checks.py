@@ -3,8 +3,8 @@
 Per rail, from what ``nic_config.read_nic`` parsed of the probe's raw outputs:
 
 * ``pcie_bandwidth``: the slot's usable bandwidth (GT/s x lanes x encoding, ``core/pcie.py``)
-  against the NIC's line rate (``nic_line_rate_gbps`` / the rail's ``line_rate_gbps``, else the
-  link speed): a 400G NIC on a Gen4 x16 slot (252 Gbit/s) fails.
+  against the NIC's line rate (the higher of ``nic_line_rate_gbps`` / the rail's
+  ``line_rate_gbps`` and the link speed): a 400G NIC on a Gen4 x16 slot (252 Gbit/s) fails.
 * ``offloads``: TSO, GSO, GRO, rx and tx checksumming (``ethtool -k``) off.
 * ``irq_spread`` / ``irq_numa``: every queue IRQ of the NIC on one CPU; queue IRQs allowed only
   on CPUs of another NUMA node than the NIC's (``/proc/irq/N/effective_affinity_list``).
@@ -43,21 +43,26 @@ Add = Callable[..., None]
 
 
 def line_rate_gbps(rf: RailFacts, host_rate: Any) -> tuple[float | None, str]:
-    """The NIC's line rate and where it came from: inventory, else the link's speed."""
+    """The NIC's line rate and where it came from: the highest of the inventory's figure and the
+    link's speed (a slot must carry whatever the NIC runs at, whichever says more)."""
+    found: list[tuple[float, str]] = []
     for value, source in ((rf.rail.line_rate_gbps, "inventory line_rate_gbps"),
                           (host_rate, "inventory nic_line_rate_gbps")):
         try:
             if value is not None and float(value) > 0:
-                return float(value), source
+                found.append((float(value), source))
+                break
         except (TypeError, ValueError):
             pass
     speed = (rf.nic or {}).get("speed_mbps")
-    if speed:
-        return speed / 1000.0, "link speed"
     rate = (rf.port or {}).get("rate_gbps")
-    if rate and (rf.port or {}).get("state") == "ACTIVE":
-        return float(rate), "RDMA port rate"
-    return None, "unknown"
+    if speed:
+        found.append((speed / 1000.0, "link speed"))
+    elif rate and (rf.port or {}).get("state") == "ACTIVE":
+        found.append((float(rate), "RDMA port rate"))
+    if not found:
+        return None, "unknown"
+    return max(found, key=lambda f: f[0])
 
 
 def judge_rail(add: Add, rf: RailFacts, host_rate: Any, irqbalance: bool | None) -> None:
