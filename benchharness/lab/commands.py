@@ -71,7 +71,7 @@ COMMANDS: tuple[Needed, ...] = (
     *_group("the browser tests", "chromium-driver", "chromedriver"),
     *_group("the soft-RoCE VM tests", "qemu-system-x86", "qemu-system-x86_64"),
     *_group("the soft-RoCE VM tests", "cpio", "cpio"),
-    *_group("the soft-RoCE VM tests", "kmod", "kmod"),
+    *_group("the soft-RoCE VM tests", "kmod", "kmod", "modprobe"),
     *_group("the soft-RoCE VM tests", "bash", "bash"),
     *_group("the soft-RoCE VM tests", "libc-bin", "ldd"),
     *_group("the soft-RoCE VM tests", "mount", "mount", "umount"),
