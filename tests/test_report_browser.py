@@ -154,7 +154,9 @@ def test_torch_comparison_shows_the_projection_sentence_and_step_time_chart(driv
     notes = driver.execute_script("""return Array.from(document.querySelectorAll('#projection p.projection-note'))
         .map(function (p) { return p.innerText; });""")
     assert notes == ["pipeline send/recv: projected from the all-reduce curve (no sendrecv curve in fast, slow; "
-                     "run suite torch to measure it)"], notes
+                     "run suite torch to measure it)",
+                     *(f"gradient all-reduce in {run}: the 3 ranks, 1 per node curve as measured (a DP group of "
+                       "1 rank(s) per node with TP 8)" for run in ("fast", "slow"))], notes
     chart = driver.execute_script("""
         var fig = document.querySelector('#projection figure.projection-chart');
         var svg = fig.querySelector('svg.chart');
