@@ -22,7 +22,7 @@ from typing import Any
 from benchharness.core.errors import ToolFailure
 from benchharness.core.model import Record
 from benchharness.tools.common import NUMA_MARKER
-from benchharness.tools.textclean import clean
+from benchharness.tools.textclean import clean, known_error
 
 MIB = 1 << 20
 #: Line the adapter's client wrapper prints before the ``--out_json`` file it appends to stdout.
@@ -342,14 +342,7 @@ def numa_node(stderr: str) -> int | None:
 
 def classify_error(text: str, rc: int | None = None) -> ToolFailure | None:
     """The ToolFailure an output shows (quoting the tool's line), or None when none is known."""
-    lines = [ln.strip() for ln in clean(text).splitlines() if ln.strip()]
-    for kind, pattern in _ERRORS:
-        for line in lines:
-            if pattern.search(line):
-                return ToolFailure(kind, f"perftest {kind}: {line!r} ({_HINTS[kind]})")
-    if rc == 127:
-        return ToolFailure("tool_missing", f"perftest tool_missing: exit code 127 ({_HINTS['tool_missing']})")
-    return None
+    return known_error("perftest", text, _ERRORS, _HINTS, rc)
 
 
 def no_result(text: str, rc: int | None = None) -> ToolFailure:

@@ -38,7 +38,7 @@ from benchharness.core.units import parse_duration, parse_size
 from benchharness.core.values import argv_list
 from benchharness.tools.base import ToolFacts
 from benchharness.tools.common import NUMACTL, numa_prefix, reject_unknown
-from benchharness.tools.textclean import clean
+from benchharness.tools.textclean import clean, known_error
 
 #: sockperf on the hosts: ``sockperf --version`` prints ``sockperf, version 3.7-no.git``.
 SOCKPERF = ToolFacts("sockperf", ("sockperf", "--version"), r"version\s*#?\s*(\d+\.\d+(?:\.\d+)?)",
@@ -149,14 +149,7 @@ def parse_output(text: str) -> list[Record]:
 
 def classify_error(text: str, rc: int | None = None) -> ToolFailure | None:
     """The ToolFailure an output shows, quoting the tool's line; None when none is known."""
-    lines = [ln.strip() for ln in clean(text).splitlines() if ln.strip()]
-    for kind, pattern in _ERRORS:
-        for line in lines:
-            if pattern.search(line):
-                return ToolFailure(kind, f"sockperf {kind}: {line!r} ({_HINTS[kind]})")
-    if rc == 127:
-        return ToolFailure("tool_missing", f"sockperf tool_missing: exit code 127 ({_HINTS['tool_missing']})")
-    return None
+    return known_error("sockperf", text, _ERRORS, _HINTS, rc)
 
 
 def _no_result(text: str, rc: int | None = None) -> ToolFailure:

@@ -10,6 +10,9 @@ rewrites what follows them, so noise is never turned into a figure and a figure 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
+
+from benchharness.core.errors import ToolFailure
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 _MPI_TAG = re.compile(r"\[\d+,\d+\]<(?:stdout|stderr|stddiag)>:")
@@ -51,3 +54,18 @@ def clean(text: str) -> str:
     text = text.replace("\r\n", "\n")
     text = re.sub(r"\r(?=[^\n])", "\n", text)
     return "\n".join(clean_line(line) for line in text.split("\n"))
+
+
+def known_error(tool: str, text: str, errors: Sequence[tuple[str, re.Pattern[str]]], hints: Mapping[str, str],
+                rc: int | None = None) -> ToolFailure | None:
+    """The ToolFailure of the first known error line in ``text`` (``errors``: kind and pattern, in
+    order of precedence), quoting the line and the kind's hint; exit code 127 is ``tool_missing``;
+    None when nothing known shows."""
+    lines = [ln.strip() for ln in clean(text).splitlines() if ln.strip()]
+    for kind, pattern in errors:
+        for line in lines:
+            if pattern.search(line):
+                return ToolFailure(kind, f"{tool} {kind}: {line!r} ({hints[kind]})")
+    if rc == 127:
+        return ToolFailure("tool_missing", f"{tool} tool_missing: exit code 127 ({hints['tool_missing']})")
+    return None

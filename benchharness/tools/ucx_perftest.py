@@ -28,7 +28,7 @@ from benchharness.core.values import argv_list
 from benchharness.tools.base import ToolFacts
 from benchharness.tools.common import reject_unknown
 from benchharness.tools.mpi_launch import check_env
-from benchharness.tools.textclean import clean
+from benchharness.tools.textclean import clean, known_error
 
 MIB = 1 << 20
 UCP_TESTS = ("tag_bw", "tag_lat", "tag_sync_bw", "tag_sync_lat", "ucp_put_bw", "ucp_put_lat",
@@ -117,14 +117,7 @@ def parse_output(text: str, pingpong: bool | None = None) -> list[Record]:
 
 def classify_error(text: str, rc: int | None = None) -> ToolFailure | None:
     """The ToolFailure an output shows, quoting the tool's line; None when none is known."""
-    lines = [ln.strip() for ln in clean(text).splitlines() if ln.strip()]
-    for kind, pattern in _ERRORS:
-        for line in lines:
-            if pattern.search(line):
-                return ToolFailure(kind, f"ucx_perftest {kind}: {line!r} ({_HINTS[kind]})")
-    if rc == 127:
-        return ToolFailure("tool_missing", f"ucx_perftest tool_missing: exit code 127 ({_HINTS['tool_missing']})")
-    return None
+    return known_error("ucx_perftest", text, _ERRORS, _HINTS, rc)
 
 
 def _no_result(text: str, rc: int | None = None) -> ToolFailure:
