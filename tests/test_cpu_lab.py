@@ -47,4 +47,4 @@ def test_offloads_off_cost_more_cpu_per_gb_and_the_verdict_names_the_host(tmp_pa
         assert "CPU cost per host" in html and "CPU use per host" in html
     # the lab's cgroups and their bind mount went with it
     assert not (lab_cgroups.V1_CPUACCT / "bench-lab" / info.name).exists()
-    assert not (lab_cgroups.V2_ROOT / "bench-lab" / info.name).exists()
+    assert not (info.dir / lab_cgroups.MOUNT_DIR).exists()
