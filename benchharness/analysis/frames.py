@@ -305,37 +305,50 @@ def _first_rows(codes: Any) -> Any:
 def line_rate_share(df: pd.DataFrame, run_info: Mapping[str, Any],
                     facts: Mapping[str, Any] | None = None,
                     run: RunDir | None = None) -> pd.DataFrame:
-    """Add ``<metric>_line_rate_pct`` for each bandwidth metric present.
+    """Add ``<metric>_line_rate_pct`` for each bandwidth metric present, against the capacity the
+    verdicts' ``line_rate`` checks use (``analysis/capacity.py``).
 
-    A row's line rate is the slowest of its hosts (``server``, ``client``, ``host``, ``pair``,
-    ``hosts`` labels): inventory ``nic_line_rate_gbps``, else the link speed detected in
-    ``telemetry/facts`` (pass ``facts`` or ``run``). Rows whose
-    hosts have no known rate get NaN. Bandwidths in GB/s count 8 bits per byte; ``busbw`` is
-    compared with one host's line rate (set ``nic_line_rate_gbps`` to the host's total when a
-    collective uses several NICs per host).
+    A row's hosts are its ``endpoints`` (per-rail rows: each NIC's own rate), else its ``server``,
+    ``client``, ``host``, ``pair``, ``hosts`` labels; rates are inventory ``nic_line_rate_gbps``
+    (per NIC), else the link speed detected in ``telemetry/facts`` (pass ``facts`` or ``run``).
+    A pair is held to its slower NIC, twice that when both directions are summed (``bidir``); a
+    collective (pattern ``group``/``scaling``, or more than two hosts) to its smallest host's
+    aggregate of rails. Rows whose hosts have no known rate get NaN. GB/s count 8 bits per byte.
     """
     import numpy as np
+
+    from benchharness.analysis.capacity import GROUP_PATTERNS, capacity_gbps, is_bidirectional
+    from benchharness.core.model import split_endpoint
 
     if facts is None:
         facts = runview.read_facts(run) if run is not None else {}
     rates = runview.line_rates(run_info, facts)
     out = df.copy()
     host_cols = [c for c in ("endpoints", "server", "client", "host", "pair", "hosts") if c in out.columns]
+    what_cols = [c for c in ("test", "pattern", "bidir") if c in out.columns]
     line_rate = np.full(len(out), np.nan)
     if rates and host_cols:
         known = list(rates)
-        grouped = out.groupby(host_cols, dropna=False, sort=False)
-        codes = grouped.ngroup().to_numpy()
-        combos = out[host_cols].iloc[_first_rows(codes)].to_numpy()
+        suite = run_info.get("suite")
+        tests = {str(t.get("name")): t for t in (suite.get("tests") or [] if isinstance(suite, Mapping) else [])
+                 if isinstance(t, Mapping)}
+        cols = host_cols + what_cols
+        codes = out.groupby(cols, dropna=False, sort=False).ngroup().to_numpy()
+        combos = out[cols].iloc[_first_rows(codes)].to_numpy()
         per_combo = np.full(len(combos), np.nan)
         for i, combo in enumerate(combos):
-            names: set[str] = set()
-            ends = combo[0] if host_cols[0] == "endpoints" and isinstance(combo[0], str) and combo[0] else None
-            for part in [ends] if ends else combo:  # per-rail rows: each NIC's own rate
+            row = dict(zip(cols, combo, strict=True))
+            names: list[str] = []
+            ends = row.get("endpoints") if isinstance(row.get("endpoints"), str) and row.get("endpoints") else None
+            for part in [ends] if ends else [row[c] for c in host_cols]:
                 if isinstance(part, (str, list | tuple)):
-                    names.update(runview.split_hosts(part, known))
-            found = [rates[h] for h in names if h in rates]
-            per_combo[i] = min(found) if found else np.nan
+                    names.extend(n for n in runview.split_hosts(part, known) if n not in names)
+            test = tests.get(str(row.get("test")), {})
+            pattern = row.get("pattern") if isinstance(row.get("pattern"), str) else test.get("pattern")
+            group = pattern in GROUP_PATTERNS or len({split_endpoint(n)[0] for n in names}) > 2
+            case = {"bidir": row["bidir"]} if isinstance(row.get("bidir"), (bool, str)) else {}
+            rate, _ = capacity_gbps(names, rates, group=group, bidir=is_bidirectional(case, test))
+            per_combo[i] = rate if rate is not None else np.nan
         line_rate = per_combo[codes]
     for metric in metric_columns(df):
         factor = gbps_factor(metric)
