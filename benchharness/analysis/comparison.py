@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from benchharness.analysis import frames as analysis
-from benchharness.analysis import projection, sentences, stats
+from benchharness.analysis import projection, scorecard, scorecard_evidence, sentences, stats
 from benchharness.config.workloads import Workload, load_workload
 from benchharness.core.metrics import gbps_factor, higher_is_better
 from benchharness.results import runview
@@ -73,6 +73,8 @@ class Comparison:
     statements: list[dict[str, Any]] = field(default_factory=list)
     #: The workload projection (``analysis.projection.comparison_projection``); empty without an all-reduce curve.
     projection: dict[str, Any] = field(default_factory=dict)
+    #: The procurement scorecard: one row per criterion (``analysis.scorecard``).
+    scorecard: list[scorecard.Row] = field(default_factory=list)
 
     @property
     def baseline(self) -> str:
@@ -99,6 +101,7 @@ class Comparison:
             "method": stats.METHOD, "equivalence_threshold": self.threshold,
             "statements": [_clean(s) for s in self.statements],
             "projection": {k: v for k, v in self.projection.items() if k != "series"},
+            "scorecard": [r.to_dict() for r in self.scorecard],
         }
 
 
@@ -155,6 +158,9 @@ def compare(runs: Sequence[RunDir], threshold: float = stats.EQUIVALENCE,
             sentences.cost_statements(comp.cost)
         comp.projection = projection.comparison_projection(cells, labels, workload or load_workload(DEFAULT_WORKLOAD))
         comp.statements = list(comp.projection.get("statements", [])) + comp.statements
+    criteria, evidence = scorecard_evidence.run_evidence(runs, infos, labels, df, keys,
+                                                         comp.projection.get("rows") or [])
+    comp.scorecard = scorecard.score(labels, criteria, evidence, threshold)
     return comp
 
 
