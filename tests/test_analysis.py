@@ -199,9 +199,9 @@ def _info(model: str, fw: str, started: float, suite: str = "q") -> dict:
 
 def test_run_labels_name_what_differs() -> None:
     assert analysis.run_label([_info("CX6", "22", 0), _info("CX7", "28", 0)]) == ["CX6 · fw 22", "CX7 · fw 28"]
-    assert analysis.run_label([_info("CX7", "28.1", 0), _info("CX7", "28.2", 0)]) == ["fw 28.1", "fw 28.2"]
+    assert analysis.run_label([_info("CX7", "28.1", 0), _info("CX7", "28.2", 0)]) == ["CX7 · fw 28.1", "CX7 · fw 28.2"]
     by_date = analysis.run_label([_info("CX7", "28", 0), _info("CX7", "28", 86400 * 3)])
-    assert by_date[0] != by_date[1] and all(lab.startswith("1970-01-0") for lab in by_date)
+    assert by_date[0] != by_date[1] and all(lab.startswith("CX7 · fw 28 · 1970-01-0") for lab in by_date)
     twice = analysis.run_label([_info("CX7", "28", 0), _info("CX7", "28", 0)])
     assert len(set(twice)) == 2
     assert analysis.run_label([_info("CX7", "28", 0)]) == ["q · CX7"]
@@ -241,13 +241,13 @@ def test_compare_same_distribution_and_too_few_reps(tmp_path: Path) -> None:
     few = comparison.compare([few_a, few_b])
     # 2 pairs × 2 repetitions vs 2 pairs × 1: four against two samples per cell decide 2x apart
     bw_few = few.cells[(few.cells["test"] == "rdma-bw") & (few.cells["metric"] == "bw_avg_gbps")]
-    assert (bw_few["cell_result"] == "fw 2").all()
+    assert (bw_few["cell_result"] == "CX7 · fw 2").all()
     one_a = synth.build_run(tmp_path / "oa", name="oa", reps=1, seed=1, peak_gbps=100, firmware="1",
                             hosts=["h1", "h2", "h1", "h2"])
     one_b = synth.build_run(tmp_path / "ob", name="ob", reps=1, seed=2, peak_gbps=200, firmware="2",
                             hosts=["h1", "h2", "h1", "h2"])
     one = comparison.compare([one_a, one_b])
-    cells = one.cells[one.cells["run"] == "fw 2"]
+    cells = one.cells[one.cells["run"] == "CX7 · fw 2"]
     undecided = cells[(cells["n"] < 2) | (cells["n_baseline"] < 2)]
     assert len(undecided) >= 10 and not undecided["significant"].any()
     assert set(undecided["test_result"]) == {"not enough repetitions to decide (n = 1 vs 1)"}

@@ -132,7 +132,7 @@ def compare(runs: Sequence[RunDir], threshold: float = stats.EQUIVALENCE,
     import pandas as pd
 
     infos = [r.run_info() for r in runs]
-    labels = analysis.run_label(infos)
+    labels = analysis.run_label(infos, [runview.read_facts(r) for r in runs])  # firmware as probed
     frames = [analysis.load_samples(r, label=lab) for r, lab in zip(runs, labels, strict=True)]
     df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     hostnames: set[str] = set()

@@ -358,10 +358,14 @@ def line_rate_share(df: pd.DataFrame, run_info: Mapping[str, Any],
     return out
 
 
-def run_label(run_infos: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Readable labels for runs, built from what differs between them: NIC model, firmware,
-    host group, suite, run labels, date. A single run is labelled by its suite (and NIC model)."""
-    dims = [_dimensions(info) for info in run_infos]
+def run_label(run_infos: Sequence[Mapping[str, Any]],
+              facts: Sequence[Mapping[str, Any]] | None = None) -> list[str]:
+    """Readable labels for runs: the ``label=`` given at run time, else the NIC model and firmware
+    (as the probe read them when ``facts``, each run's host -> probe facts, are given; else from the
+    inventory), then whatever else differs between them: host group, suite, run labels, date. A
+    single run is labelled by its suite (and NIC model). Reports show the date as a second line."""
+    facts = list(facts) if facts is not None else [{} for _ in run_infos]
+    dims = [_dimensions(info, f) for info, f in zip(run_infos, facts, strict=True)]
     if not dims:
         return []
     given = [str((info.get("labels") or {}).get("label") or "") for info in run_infos]
@@ -381,8 +385,15 @@ def run_label(run_infos: Sequence[Mapping[str, Any]]) -> list[str]:
         differing = [k for k in ("date", "time") if len({d.get(k) for d in dims}) > 1][:1] + \
             [k for k in differing if k not in ("date", "time")]
     labels = []
-    for info, d in zip(run_infos, dims, strict=True):
-        parts = [("fw " if k == "nic_firmware" else "") + str(d.get(k) or "?") for k in differing]
+    for info, d, mine in zip(run_infos, dims, given, strict=True):
+        if mine and given.count(mine) == 1:
+            labels.append(mine)
+            continue
+        # what was tested leads: the NIC model and firmware, then what else tells runs apart
+        nic = [d["nic_model"]] if d.get("nic_model") else []
+        nic += [f"fw {d['nic_firmware']}"] if d.get("nic_firmware") else []
+        rest = [k for k in differing if k not in ("nic_model", "nic_firmware")] if nic else differing
+        parts = nic + [("fw " if k == "nic_firmware" else "") + str(d.get(k) or "?") for k in rest]
         labels.append(" · ".join(parts) or str(info.get("run_id", "run")))
     if len(set(labels)) < len(labels):
         labels = [f"{lab} ({str(info.get('run_id', i))[-4:]})"
@@ -392,7 +403,7 @@ def run_label(run_infos: Sequence[Mapping[str, Any]]) -> list[str]:
     return labels
 
 
-def _dimensions(info: Mapping[str, Any]) -> dict[str, str]:
+def _dimensions(info: Mapping[str, Any], facts: Mapping[str, Any] | None = None) -> dict[str, str]:
     inv = runview.inventory_hosts(info)
     used = [h for h in runview.run_host_names(info) if h in inv] or list(inv)
 
@@ -400,6 +411,13 @@ def _dimensions(info: Mapping[str, Any]) -> dict[str, str]:
         values = sorted({str(inv[h][key]) for h in used if inv[h].get(key) not in (None, "")})
         return "+".join(values)
 
+    model, firmware = joined("nic_model"), joined("nic_firmware")
+    if facts:  # the probe's reading (ethtool -i) over the inventory's word
+        from benchharness.results.nics import host_nics
+
+        found = list(host_nics(info, facts).values())
+        model = "+".join(sorted({n.model for n in found if n.model})) or model
+        firmware = "+".join(sorted({n.firmware for n in found if n.firmware})) or firmware
     groups: set[str] | None = None
     for host in used:
         mine = {str(g) for g in inv[host].get("groups", []) or [] if g not in ("all", "ungrouped")}
@@ -413,7 +431,7 @@ def _dimensions(info: Mapping[str, Any]) -> dict[str, str]:
         stamp = str(started).replace("T", " ")[:16]
     labels = info.get("labels") or {}
     return {
-        "nic_model": joined("nic_model"), "nic_firmware": joined("nic_firmware"),
+        "nic_model": model, "nic_firmware": firmware,
         "group": "+".join(sorted(groups or [])),
         "suite": str(suite.get("name", "")) if isinstance(suite, Mapping) else str(suite or ""),
         "labels": ", ".join(f"{k}={v}" for k, v in sorted(labels.items()))
