@@ -13,6 +13,7 @@ packages=(
   # the soft-RoCE VM of the rdma_vm tests: qemu, and a kernel with rdma_rxe (Debian's has it as a module)
   qemu-system-x86 linux-image-amd64 cpio kmod
   nftables  # the fabric health tests drop packets with it (the kernel has no netem)
+  openipmi ipmitool  # BMC node power: ipmitool reads it (bench run); ipmi_sim is the tests' IPMI BMC
   make      # the provisioning tests build a C project with the role that builds nccl-tests
   # part of every Debian system (priority required): named because the lab and the tests run them
   coreutils mount dash bash hostname libc-bin grep dpkg

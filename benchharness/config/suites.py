@@ -51,8 +51,9 @@ ISOLATION_SETTINGS = ("isolate", "isolation_bw_share", "isolation_lat_factor")
 #: Optional settings without a default: isolation's, ``counters_interval`` (seconds between the
 #: sampler's counter snapshots within a step, ``telemetry/series.py``; unset or 0: start and end only)
 #: and ``module_interval`` (seconds between its transceiver reads, ``telemetry/module_step.py``;
-#: unset: ``telemetry.hooks.MODULE_INTERVAL``, 0: off).
-OPTIONAL_SETTINGS = (*ISOLATION_SETTINGS, "counters_interval", "module_interval")
+#: unset: ``telemetry.hooks.MODULE_INTERVAL``, 0: off); ``power_interval`` (seconds between BMC node
+#: power reads, ``telemetry/power.py``; unset: ``telemetry.hooks.POWER_INTERVAL``, 0: off).
+OPTIONAL_SETTINGS = (*ISOLATION_SETTINGS, "counters_interval", "module_interval", "power_interval")
 #: Optional settings of the runner: ``max_connections`` bounds how many hosts the controller
 #: connects to, probes or reads clocks of at once (default ``execution.runner.MAX_CONNECTIONS``).
 RUNNER_SETTINGS = ("max_connections",)
@@ -60,7 +61,7 @@ RUNNER_SETTINGS = ("max_connections",)
 MAX_CONNECTIONS_LIMIT = 1024
 #: Settings that belong to the planner and never flow into tool parameters.
 _PLANNER_SETTINGS = {"repeat", "base_port", "telemetry", "telemetry_interval", "preflight", "counters_interval",
-                     "module_interval"}
+                     "module_interval", "power_interval"}
 TOP_KEYS = ("description", "settings", "tests", "verdicts")
 TEST_KEYS = ("name", "tool", "hosts", "pattern", "pairs", "sweep", "repeat", "params", "checks", "rails",
              "health", "requires", "path_spread", "stragglers")
@@ -511,7 +512,7 @@ def _check_settings(check: _Checker, settings: dict[str, Any], lines: Mapping[st
         check.fail(f"settings: telemetry_interval must be seconds between 0.05 and 60, not {interval!r}",
                    lines.get("telemetry_interval"))
     _check_isolation(check, settings, lines)
-    for key in ("counters_interval", "module_interval"):
+    for key in ("counters_interval", "module_interval", "power_interval"):
         every = settings.get(key)
         if key in settings and (isinstance(every, bool) or not isinstance(every, int | float)
                                 or not (every == 0 or 1 <= every <= 3600)):

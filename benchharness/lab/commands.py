@@ -65,6 +65,8 @@ COMMANDS: tuple[Needed, ...] = (
     *_group("the host probe", "infiniband-diags", "ibstat"),
     # tests with real parts
     *_group("the fabric health tests (packet loss)", "nftables", "nft"),
+    *_group("the BMC power tests (an IPMI BMC simulator) and bench run's IPMI power reads", "openipmi", "ipmi_sim", "sdrcomp"),
+    *_group("the BMC power tests and bench run's IPMI power reads", "ipmitool", "ipmitool"),
     *_group("the Slurm tests", "slurm-wlm", "slurmctld", "slurmd", "srun", "salloc", "sinfo", "scancel"),
     *_group("the Slurm tests", "munge", "munged"),
     *_group("the browser tests", "chromium", "chromium"),

@@ -139,6 +139,7 @@ def run_context(run: RunDir) -> dict[str, Any]:
     only that test's rows are decoded, so memory follows the largest test, not the run."""
     from benchharness.report.bisect_section import bisect_section
     from benchharness.report.fabric_section import fabric_section
+    from benchharness.report.power_section import power_section
     from benchharness.report.sections import test_section
     from benchharness.results import columnar
 
@@ -166,7 +167,7 @@ def run_context(run: RunDir) -> dict[str, Any]:
         columnar.release_memory()
     return {"h": head, "s": summary(run, info), "tests": tests, "t": telemetry(run, info),
             "iso": run.read_json("isolation.json") or {}, "fh": fabric_section(run, info),
-            "bi": bisect_section(run, info),
+            "bi": bisect_section(run, info), "pw": power_section(run),
             "generated": when(dt.datetime.now(dt.UTC).timestamp())}
 
 
