@@ -1,0 +1,207 @@
+"""Tool ``jax``: JAX multi-process collectives (``psum``, ``all_gather``, ``all_to_all``) on the hosts' jax.
+
+The host program is ``benchharness.onhost.jax_dist`` (copied to every host with ``torch_dist.py``,
+whose sizing and table helpers it shares), which prints nccl-tests' table, so its samples
+(``busbw_GBps`` over ``size_bytes``) chart beside nccl-tests' and torch's. One command per host over
+the run's transport, as torchrun: ``jax.distributed`` rendezvous on the first host's address
+(process 0 serves it). CPU hosts: one process each, gloo collectives bound to the host's first data
+netdev (its address when the inventory names none). GPU hosts: one process per GPU (``spawn``),
+each bound to its GPU's NUMA node, XLA's collectives over NCCL/RCCL with nccl-tests' NCCL
+environment (rails' HCAs, GID index, traffic class, socket netdevs); ``require_network`` and
+``require_gdr`` judge NCCL's debug log as they do for nccl-tests.
+
+The interpreter: the suite's ``python``, else host var ``jax_python``, else ``python3``. A host
+whose interpreter has no jax fails the step as ``tool_missing`` ("not installed" in the
+frameworks matrix), never as a pass.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from benchharness.core.errors import ConfigError, ToolFailure
+from benchharness.core.model import Command, CommandResult, Host, Record, Step
+from benchharness.core.units import parse_size
+from benchharness.tools.common import ONHOST_DIR, onhost_uploads
+from benchharness.tools.mpi_launch import check_env, gpu_count
+from benchharness.tools.nccl_debug import parse_nccl_debug
+from benchharness.tools.nccl_parse import parse_nccl_tests, with_nranks
+from benchharness.tools.nccl_tests import ANY, NcclTests, requirements
+from benchharness.tools.torch_dist import has_gpus, merged, numa_args, rank_env
+
+OPS = ("all_reduce", "all_gather", "alltoall")
+PROGRAM = f"{ONHOST_DIR}/jax_dist.py"
+#: The coordination service's port when the planner gives none (jax.distributed has no default).
+DEFAULT_PORT = 29450
+MARKER = "# benchharness jax_dist:"
+PARAMS: dict[str, Any] = {
+    "op": "all_reduce", "minbytes": "8", "maxbytes": "128M", "cpu_maxbytes": "16M", "stepfactor": 2,
+    "iters": 20, "warmup": 5, "check": 1, "backend": "auto", "python": None, "procs_per_host": None,
+    "env": {}, "timeout": 900, "ib_tc": None, "ib_sl": None, "nccl_debug": False,
+    "require_network": None, "require_gdr": None,
+}
+_HEADER = re.compile(r"# benchharness jax_dist: jax (\S+) jaxlib (\S+) backend (\S+) platform (\S+) nccl (\S+)")
+_MISSING = re.compile(r"No module named '?(jax|jaxlib|numpy)\b")
+
+
+def _int(p: Mapping[str, Any], key: str, minimum: int) -> None:
+    value = p[key]
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < minimum):
+        raise ValueError(f"{key}: must be an integer >= {minimum}, not {value!r}")
+
+
+def check_params(params: Mapping[str, Any]) -> None:
+    """ValueError naming the parameter when a value is wrong."""
+    p = merged(params, PARAMS)
+    if p["op"] not in OPS:
+        raise ValueError(f"op: {p['op']!r} is not one of {', '.join(OPS)}")
+    for key in ("minbytes", "maxbytes", "cpu_maxbytes"):
+        parse_size(p[key])
+    if parse_size(p["minbytes"]) > parse_size(p["maxbytes"]):
+        raise ValueError("minbytes is larger than maxbytes")
+    if p["backend"] not in ("auto", "nccl", "gloo"):
+        raise ValueError(f"backend: {p['backend']!r} is not one of auto, nccl, gloo")
+    for key, low in (("stepfactor", 2), ("iters", 1), ("warmup", 0), ("check", 0), ("procs_per_host", 1)):
+        _int(p, key, low)
+    if isinstance(p["timeout"], bool) or not isinstance(p["timeout"], int | float) or p["timeout"] <= 0:
+        raise ValueError(f"timeout: must be a number of seconds > 0, not {p['timeout']!r}")
+    if p["python"] is not None and (not isinstance(p["python"], str) or not p["python"].strip()):
+        raise ValueError("python: must be a non-empty string")
+    if not isinstance(p["env"], Mapping):
+        raise ValueError("env: must be a mapping of NAME: value")
+    check_env(p["env"])
+    if p["require_gdr"] is not None and not isinstance(p["require_gdr"], bool) and p["require_gdr"] != ANY:
+        raise ValueError("require_gdr: must be true, false or any")
+    if p["require_network"] is not None and not isinstance(p["require_network"], str):
+        raise ValueError("require_network: must be a name such as IB, Socket or OFI (or any)")
+
+
+def python_of(host: Host, p: Mapping[str, Any]) -> str:
+    """The interpreter with jax: the suite's ``python``, host var ``jax_python``, else ``python3``."""
+    return str(p["python"] or host.var("jax_python") or "python3")
+
+
+def gloo_where(host: Host) -> list[str]:
+    """Where gloo binds on ``host``: its first data netdev, else its address."""
+    netdevs = [str(r.netdev) for r in host.nics() if r.netdev]
+    return ["--gloo-interface", netdevs[0]] if netdevs else ["--local-addr", host.address]
+
+
+def env_of(step: Step, p: Mapping[str, Any], gpus: bool) -> dict[str, str]:
+    """nccl-tests' NCCL environment (and GLOO_SOCKET_IFNAME), NCCL_DEBUG when a check reads it,
+    no whole-GPU preallocation by XLA; the suite's ``env`` last."""
+    env = {k: v for k, v in rank_env(step.hosts, {**p, "env": {}}).items()}
+    if gpus:
+        env["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
+        if p["nccl_debug"] or p["require_network"] or p["require_gdr"] is not None:
+            env |= {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,NET"}
+    try:
+        return check_env({**env, **dict(p["env"])})
+    except ValueError as exc:
+        raise ConfigError(f"step {step.id}: {exc}") from exc
+
+
+class JaxCollectives:
+    """jax.distributed collective sweep (``jax_dist.py``), nccl-tests' table and bus bandwidth."""
+
+    name = "jax"
+    description = "JAX multi-process collectives (psum, all_gather, all_to_all): gloo on CPUs, NCCL/RCCL on GPUs"
+    params = PARAMS
+    patterns = ("group", "scaling")
+
+    def check_params(self, params: Mapping[str, Any]) -> None:
+        check_params(params)
+
+    def commands(self, step: Step, launcher: str = "ssh") -> list[Command]:
+        p = requirements(merged(step.params, PARAMS), step.hosts)
+        gpus = has_gpus(step.hosts)
+        if not gpus and parse_size(p["maxbytes"]) > parse_size(p["cpu_maxbytes"]):
+            p |= {"maxbytes": p["cpu_maxbytes"],
+                  "minbytes": min(parse_size(p["minbytes"]), parse_size(p["cpu_maxbytes"]))}
+        slots = [int(p["procs_per_host"] or (gpu_count(h) if gpus else 1) or 1) for h in step.hosts]
+        if len(set(slots)) > 1:
+            raise ConfigError(f"step {step.id}: hosts have different GPU counts ({slots}); set procs_per_host")
+        env = env_of(step, p, gpus)
+        first, port = step.hosts[0], step.port or DEFAULT_PORT
+        sweep = ["--op", p["op"], "--backend", p["backend"], "-b", str(parse_size(p["minbytes"])),
+                 "-e", str(parse_size(p["maxbytes"])), "-f", str(p["stepfactor"]), "-n", str(p["iters"]),
+                 "-w", str(p["warmup"]), "-c", str(p["check"]), "--platform", "gpu" if gpus else "cpu",
+                 "--coordinator", f"{first.address}:{port}", "--nprocs", str(sum(slots))]
+        uploads = onhost_uploads(ONHOST_DIR, "jax_dist", "torch_dist", "iter_json")
+        out = []
+        for i, host in enumerate(step.hosts):
+            numa = numa_args(host, slots[i])[1:] if gpus else []
+            argv = [python_of(host, p), PROGRAM, *sweep, "--nproc", str(slots[i]), "--node-rank", str(i),
+                    *gloo_where(host), *(["--numa-nodes", numa[0]] if numa else [])]
+            out.append(Command(host=host, role="client", argv=tuple(argv), env=env, timeout_s=float(p["timeout"]),
+                               label=f"jax-{host.name}", uploads=uploads))
+        return out
+
+    def parse_step(self, step: Step, results: Sequence[CommandResult]) -> list[Record]:
+        p = requirements(merged(step.params, PARAMS), step.hosts)
+        res = check_results(step, results)
+        text = "\n".join(f"{r.stdout}\n{r.stderr}" for r in results)
+        debug = parse_nccl_debug(text)
+        extra = {**header(res.stdout), "nccl_network": debug["network"], "nccl_gdr": debug["gdr"]}
+        try:
+            records = _records(f"{res.stdout}\n{res.stderr}", p["op"], extra)
+            NcclTests.check_transport(p, debug)
+        except ToolFailure as exc:
+            kept = [{**step.sample_labels(), **r, "nhosts": len(step.hosts)} for r in exc.records]
+            raise ToolFailure(exc.kind, f"step {step.id} on {res.command.host.name}: {exc}", records=kept) from exc
+        return [{**step.sample_labels(), **r, "nhosts": len(step.hosts)} for r in with_nranks(records)]
+
+    def parse_text(self, text: str) -> list[Record]:
+        debug = parse_nccl_debug(text)
+        return _records(text, None, {**header(text), "nccl_network": debug["network"], "nccl_gdr": debug["gdr"]})
+
+
+def check_results(step: Step, results: Sequence[CommandResult]) -> CommandResult:
+    """Process 0's result (the one that printed the table); ToolFailure naming the host otherwise:
+    ``tool_missing`` where the interpreter has no jax."""
+    if not results:
+        raise ToolFailure("no_results", f"step {step.id}: jax did not run")
+    for res in results:
+        where = f"step {step.id} on {res.command.host.name}"
+        if res.error:
+            raise ToolFailure("launch_failed", f"{where}: {res.error}")
+        missing = _MISSING.search(f"{res.stdout}\n{res.stderr}")
+        if missing:
+            raise ToolFailure("tool_missing", f"{where}: {res.command.argv[0]} has no {missing.group(1)} "
+                              "(set the suite's python, or host var jax_python)", host=res.command.host.name)
+        if res.timed_out:
+            raise ToolFailure("timeout", f"{where}: ran past {res.command.timeout_s:.0f} s")
+    mine = [r for r in results if MARKER in r.stdout]
+    bad = [r for r in results if r.rc not in (0, None) and not r.stopped]
+    if bad and not mine:
+        res = bad[0]
+        tail = " | ".join(res.stderr.strip().splitlines()[-3:])
+        raise ToolFailure("crashed", f"step {step.id} on {res.command.host.name}: exited with status {res.rc}"
+                          + (f": {tail}" if tail else ""))
+    if not mine:
+        raise ToolFailure("no_results", f"step {step.id}: no jax process printed results")
+    return mine[0]
+
+
+def header(text: str) -> Record:
+    """``jax_version``, ``jaxlib_version``, ``jax_backend``, ``jax_platform``, ``nccl_version``."""
+    m = _HEADER.search(text)
+    if not m:
+        return {}
+    nccl = None if m.group(5) == "none" else m.group(5)
+    return {"jax_version": m.group(1), "jaxlib_version": m.group(2), "jax_backend": m.group(3),
+            "jax_platform": m.group(4), "nccl_version": nccl}
+
+
+def _records(text: str, op: str | None, extra: Mapping[str, Any]) -> list[Record]:
+    extra = {"backend": "jax", **extra}
+    try:
+        run = parse_nccl_tests(text, collective=op)
+    except ToolFailure as exc:
+        raise ToolFailure(exc.kind, exc.message, records=[{**r, **extra} for r in exc.records]) from exc
+    return [{**r, **extra} for r in run.all_records()]
+
+
+ADAPTER = JaxCollectives()
