@@ -8,11 +8,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchharness.analysis import stats
+from benchharness.analysis import parity, stats
 from benchharness.analysis.comparison import Comparison, compare, headline_metrics
 from benchharness.config.workloads import Workload
 from benchharness.core.metrics import unit_of
-from benchharness.report import charts
+from benchharness.report import charts, scaling_section
 from benchharness.report.pages import environment, when, write_html
 from benchharness.report.sections import label_text, varying
 from benchharness.results.store import RunDir
@@ -43,7 +43,8 @@ def comparison_context(runs: Sequence[RunDir], threshold: float = stats.EQUIVALE
             "summary": _summary(comp), "tests": tests, "note": note,
             "cost": comp.cost, "cost_chart": _cost_chart(comp), "noise": comp.noise,
             "projection": comp.projection, "projection_chart": _projection_chart(comp),
-            "cpu": _cpu(runs, comp), "generated": when(dt.datetime.now(dt.UTC).timestamp())}
+            "cpu": _cpu(runs, comp), "parity": parity.parity(runs, comp.labels),
+            "generated": when(dt.datetime.now(dt.UTC).timestamp())}
 
 
 def _cpu(runs: Sequence[RunDir], comp: Comparison) -> list[dict[str, Any]]:
@@ -87,6 +88,8 @@ def _test(comp: Comparison, test: str, cells: pd.DataFrame) -> dict[str, Any]:
                        "size_bytes" in show)
         if fig and fig not in figures:
             figures.append(fig)
+    if (scaled := scaling_section.comparison_figure(cells, keys)) is not None:  # busbw vs host count
+        figures.append(scaled)
     return {"name": test, "figures": figures, "table": _table(comp, cells, show)}
 
 

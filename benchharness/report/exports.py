@@ -104,4 +104,9 @@ def comparison_json(runs: Sequence[RunDir], threshold: float | None = None,
     """The comparison as JSON-ready data (``Comparison.to_dict``), with a format version."""
     comp = comparison.compare(list(runs), workload=workload) if threshold is None \
         else comparison.compare(list(runs), threshold=threshold, workload=workload)
-    return {"format": "benchharness-comparison", "version": 2, **comp.to_dict()}
+    from benchharness.analysis import parity
+    from benchharness.report import scaling_section
+
+    return {"format": "benchharness-comparison", "version": 2, **comp.to_dict(),
+            "parity": parity.parity(list(runs), comp.labels).to_dict(),
+            "scaling": scaling_section.comparison_json(comp.cells, comp.keys)}

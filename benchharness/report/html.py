@@ -137,6 +137,7 @@ def cpu_rows(run: RunDir) -> list[dict[str, Any]]:
 def run_context(run: RunDir) -> dict[str, Any]:
     """Everything the single-run template needs. With the columnar copy, one test at a time:
     only that test's rows are decoded, so memory follows the largest test, not the run."""
+    from benchharness.report import scaling_section
     from benchharness.report.bisect_section import bisect_section
     from benchharness.report.fabric_section import fabric_section
     from benchharness.report.power_section import power_section
@@ -162,7 +163,10 @@ def run_context(run: RunDir) -> dict[str, Any]:
         summary_rows = analysis.line_rate_share(summary_rows, info, facts=facts)
         for test in dict.fromkeys(summary_rows["test"].dropna()):
             sub = summary_rows[summary_rows["test"] == test].dropna(axis=1, how="all")
-            tests.append(test_section(str(test), sub, intervals[intervals["test"] == test]))
+            section = test_section(str(test), sub, intervals[intervals["test"] == test])
+            if (figure := scaling_section.run_figure(sub)) is not None:  # busbw vs host count
+                section["figures"] = [*section["figures"], figure]
+            tests.append(section)
         del df, intervals, summary_rows
         columnar.release_memory()
     return {"h": head, "s": summary(run, info), "tests": tests, "t": telemetry(run, info),

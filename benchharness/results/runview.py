@@ -228,7 +228,7 @@ def telemetry_warnings(run: RunDir, info: Mapping[str, Any] | None = None) -> li
     return unique
 
 
-def _stored_hosts(run: RunDir, info: Mapping[str, Any]) -> list[tuple[Host, Mapping[str, Any]]]:
+def stored_hosts(run: RunDir, info: Mapping[str, Any]) -> list[tuple[Host, Mapping[str, Any]]]:
     """(host, probe facts) of every probed host, its rails rebuilt from the inventory snapshot."""
     inv = inventory_hosts(info)
     out: list[tuple[Host, Mapping[str, Any]]] = []
@@ -249,7 +249,7 @@ def _stored_hosts(run: RunDir, info: Mapping[str, Any]) -> list[tuple[Host, Mapp
 
 def _judge_stored_facts(run: RunDir, info: Mapping[str, Any]) -> list[Finding]:
     """Findings over the run's stored probe facts, hosts and rails rebuilt from its inventory snapshot."""
-    return [f for host, hf in _stored_hosts(run, info)
+    return [f for host, hf in stored_hosts(run, info)
             for f in host_checks.judge(host, hf, required_tools=()) if f.check != "cpu_governor"]
 
 
@@ -266,7 +266,7 @@ def rail_rows(run: RunDir, info: Mapping[str, Any] | None = None) -> dict[str, l
     info = info if info is not None else run.run_info()
     records = read_preflight(run) or [f.record() for f in _judge_stored_facts(run, info)]
     out: dict[str, list[dict[str, str]]] = {}
-    for host, hf in _stored_hosts(run, info):
+    for host, hf in stored_hosts(run, info):
         judged = host_checks.HostJudge(host, hf)
         rows = []
         for rf in judged.rails:
