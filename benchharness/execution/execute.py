@@ -254,6 +254,7 @@ def _finish(session: Session, observers: list[Any], result: Any, runner: Any, is
         "clock_offsets": {h: c.to_dict() for h, c in sorted(runner.clocks.items())},
         "ssh_retries": _ssh_retries(runner),
         "tool_versions": _tool_versions(observers),
+        **_frameworks(run_dir),
         **({"isolation": iso.summary()} if iso else {}),
     })
     run_dir.write_run_info(info)
@@ -279,6 +280,14 @@ def _finish(session: Session, observers: list[Any], result: Any, runner: Any, is
     _acceptance_outputs(run_dir, info, verdicts, junit, report, echo)
     echo(f"report: {report.resolve()}" if report else f"results: {run_dir.path.resolve()}")
     return code
+
+
+def _frameworks(run_dir: RunDir) -> dict[str, Any]:
+    """``{"frameworks": matrix}`` when the run has framework steps (results/frameworks.py), else nothing."""
+    from benchharness.results.frameworks import matrix
+
+    found = matrix(run_dir)
+    return {"frameworks": found} if found else {}
 
 
 def _ssh_retries(runner: Any) -> dict[str, int]:

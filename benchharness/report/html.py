@@ -142,7 +142,7 @@ def run_context(run: RunDir) -> dict[str, Any]:
     from benchharness.report.fabric_section import fabric_section
     from benchharness.report.power_section import power_section
     from benchharness.report.sections import test_section
-    from benchharness.results import columnar
+    from benchharness.results import columnar, frameworks
 
     info = run.run_info()
     head = header(run, info)
@@ -171,7 +171,7 @@ def run_context(run: RunDir) -> dict[str, Any]:
         columnar.release_memory()
     return {"h": head, "s": summary(run, info), "tests": tests, "t": telemetry(run, info),
             "iso": run.read_json("isolation.json") or {}, "fh": fabric_section(run, info),
-            "bi": bisect_section(run, info), "pw": power_section(run),
+            "bi": bisect_section(run, info), "pw": power_section(run), "fw": frameworks.matrix(run),
             "generated": when(dt.datetime.now(dt.UTC).timestamp())}
 
 

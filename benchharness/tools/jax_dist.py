@@ -107,6 +107,7 @@ class JaxCollectives:
     """jax.distributed collective sweep (``jax_dist.py``), nccl-tests' table and bus bandwidth."""
 
     name = "jax"
+    framework = "JAX"  # a row of the compatibility matrix (results/frameworks.py)
     description = "JAX multi-process collectives (psum, all_gather, all_to_all): gloo on CPUs, NCCL/RCCL on GPUs"
     params = PARAMS
     patterns = ("group", "scaling")

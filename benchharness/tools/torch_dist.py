@@ -256,6 +256,10 @@ class TorchCollectives:
 
     name = "torch"
     description = "torch.distributed collectives (nccl on GPUs, gloo on CPUs) under torchrun, mpirun or srun"
+    #: A framework in the compatibility matrix (results/frameworks.py), and the other frameworks'
+    #: reference where the run has no nccl-tests on the same hosts.
+    framework = "PyTorch"
+    framework_reference = True
     params = PARAMS
     patterns = ("group", "scaling")
 
