@@ -109,7 +109,7 @@ def test_gpu_step_judged_by_nccls_own_log_like_nccl_tests() -> None:
     assert {r["nccl_network"] for r in recs if r["kind"] == "summary"} == {"IB"}
     assert all(r["nccl_gdr"] is True for r in recs if r["kind"] == "summary")
     fallback = (NCCL_LOGS / "nccl-2.11-socket-fallback.log").read_text()
-    with pytest.raises(ToolFailure, match="NCCL used Socket.*requires IB") as exc:
+    with pytest.raises(ToolFailure, match=r"NCCL used Socket.*requires IB") as exc:
         get_tool("jax").parse_step(s, _results(s, table, fallback))
     assert exc.value.kind == "transport_mismatch"
 
