@@ -197,7 +197,7 @@ def test_unknown_override_lists_known_keys(fake_tools: dict) -> None:
     assert str(info.value) == (
         "unknown parameter 'x' for suite sweep; known: base_port, bidir, counters_interval, duration, isolate, "
         "isolation_bw_share, isolation_lat_factor, label, length, max_connections, module_interval, "
-        "op, preflight, protocol, rails, repeat, size, sizes, streams, telemetry, telemetry_interval, timeout")
+        "op, power_interval, preflight, protocol, rails, repeat, size, sizes, streams, telemetry, telemetry_interval, timeout")
 
 
 @pytest.mark.parametrize(("key", "value", "fragment"), [
@@ -343,7 +343,7 @@ def test_a_setting_or_override_no_tool_uses_is_an_error(fake_tools: dict, tmp_pa
     path.write_text("tests:\n  - {name: c, tool: fakecoll}\n")
     with pytest.raises(UsageError, match="unknown parameter 'streams' for suite coll; known: base_port, "
                                          "counters_interval, duration, isolate, isolation_bw_share, isolation_lat_factor, "
-                                         "max_connections, module_interval, op, preflight, rails, repeat, sizes, telemetry, telemetry_interval, timeout"):
+                                         "max_connections, module_interval, op, power_interval, preflight, rails, repeat, sizes, telemetry, telemetry_interval, timeout"):
         load_suite(path, {"streams": "2"})
     path.write_text("settings:\n  streams: 2\ntests:\n  - {name: c, tool: fakecoll}\n")
     with pytest.raises(ConfigError, match=r"coll\.yaml:2: settings: unknown key 'streams'"):

@@ -160,6 +160,23 @@ class Sources:
                 out["thermal/{}/{}".format(zone, _read(os.path.join(base, zone, "type")))] = value / 1000.0
         return out
 
+    def powers(self) -> Dict[str, float]:
+        """Watts of the hwmon power sensors (``power<N>_input``, else ``power<N>_average``, in
+        microwatts: the kernel's hwmon sysfs ABI), by ``hwmon/<hwmonN>/<chip>/<label>``; a NIC or
+        module driver that exposes its power shows here."""
+        out = {}  # type: Dict[str, float]
+        base = self.p("/sys/class/hwmon")
+        for mon in sorted(os.listdir(base)) if os.path.isdir(base) else []:
+            chip = _read(os.path.join(base, mon, "name")) or mon
+            entries = set(os.listdir(os.path.join(base, mon)))
+            for n in sorted({m.group(1) for m in (re.match(r"^(power\d+)_(input|average)$", e) for e in entries) if m}):
+                path = os.path.join(base, mon, n + ("_input" if n + "_input" in entries else "_average"))
+                value = _int(_read(path))
+                if value is not None:
+                    label = _read(os.path.join(base, mon, n + "_label")) or n
+                    out[f"hwmon/{mon}/{chip}/{label}"] = value / 1e6
+        return out
+
 
 def _rates(before: Dict[str, int], after: Dict[str, int], seconds: float) -> Dict[str, Any]:
     out = {}  # type: Dict[str, Any]
@@ -222,12 +239,14 @@ def sample_line(src: Sources, netdevs: List[str], prev: Dict[str, Any], now: Dic
         "net": {nd: _rates(prev["net"][nd], now["net"][nd], seconds) for nd in netdevs
                 if nd in prev["net"] and nd in now["net"]},
         "temps": now["temps"],
+        **({"power_w": now["power_w"]} if now.get("power_w") else {}),
     }
 
 
 def reading(src: Sources, netdevs: List[str], cgroup: Optional[str] = None) -> Dict[str, Any]:
     return {"t": time.monotonic(), "wall": time.time(), "cpu": src.cpu_times(), "mem": src.memory(),
-            "net": src.net(netdevs), "temps": src.temperatures(), "cgroup": src.cgroup_cpu(cgroup),
+            "net": src.net(netdevs), "temps": src.temperatures(), "power_w": src.powers(),
+            "cgroup": src.cgroup_cpu(cgroup),
             "cgroup_path": cgroup}
 
 

@@ -1,6 +1,7 @@
 """The "Power" section of the single-run report: node watts over time (each host's BMC) beside the
 NIC throughput the samplers saw, the run's energy per TB moved and W per Gbit/s, energy per step
-and host, and each BMC's state ("unavailable" with its one line where it refused or did not answer).
+and host, each BMC's state ("unavailable" with its one line where it refused or did not answer), and the
+power of devices that expose it to hwmon (NIC, module) per step and host.
 
 Data comes from ``results/power.py`` and ``results/runview.sampler_series``; strings reach the page
 through the autoescaping template or ``charts`` (which escapes what it draws)."""
@@ -25,7 +26,8 @@ def power_section(run: RunDir) -> dict[str, Any] | None:
     """The section's data; None when no host of the run names a BMC."""
     states = power.bmc_states(run)
     rows = power.power_rows(run)
-    if not states and not rows:
+    devices = power.device_power(run)
+    if not states and not rows and not devices:
         return None
     watts = power.power_series(run)
     net = {h: pts for h, pts in runview.sampler_series(run).get("net_gbps", {}).items() if h in watts}
@@ -38,4 +40,4 @@ def power_section(run: RunDir) -> dict[str, Any] | None:
               "j": r.get("node_energy_j"), "wh": r.get("node_energy_wh"), "readings": r.get("power_readings"),
               "source": r.get("power_source")} for r in rows]
     bmcs = [{"host": h, **s} for h, s in sorted(states.items())]
-    return {"figures": figures, "run": power.run_power(run), "steps": steps, "bmcs": bmcs}
+    return {"figures": figures, "run": power.run_power(run), "steps": steps, "bmcs": bmcs, "devices": devices}

@@ -4,6 +4,8 @@ Per step and host: the ``kind: power`` samples (``node_power_w_avg``, ``node_ene
 ``node_energy_wh``). Per run: the energy of the steps that moved data against the data they
 moved, ``energy_per_tb_wh`` (Wh per 10^12 bytes) and ``w_per_gbps`` (watts per Gbit/s, which is
 joules per Gbit), for the comparison; the readings over time for the report; each BMC's state.
+Besides the node's BMC: the power of devices that expose it to hwmon (a NIC, a transceiver
+module), as the samplers read it (``power_w`` of their lines), per step, host and sensor.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from benchharness.results.runview import sampler_files
 from benchharness.results.store import RunDir
 
 
@@ -84,4 +87,18 @@ def power_series(run: RunDir) -> dict[str, list[tuple[float, float]]]:
                 out.setdefault(str(rec.get("host") or path.stem), []).append((float(rec["ts"]), float(rec["node_power_w"])))
     for points in out.values():
         points.sort()
+    return out
+
+
+def device_power(run: RunDir) -> list[dict[str, Any]]:
+    """Per step, host and hwmon power sensor: ``device_power_w_avg``, ``device_power_w_max`` and the
+    readings behind them (sampler lines' ``power_w``; empty where no host exposes such a sensor)."""
+    out = []
+    for step, host, sampled in sampler_files(run):
+        per: dict[str, list[float]] = {}
+        for line in sampled.lines:
+            for sensor, watts in line.power_w.items():
+                per.setdefault(sensor, []).append(watts)
+        out += [{"step": step, "host": host, "sensor": sensor, "device_power_w_avg": sum(v) / len(v),
+                 "device_power_w_max": max(v), "readings": len(v)} for sensor, v in sorted(per.items())]
     return out

@@ -86,6 +86,7 @@ class SampleLine:
     net: dict[str, NetRates]
     temps: dict[str, float]
     raw: dict[str, Any] = field(repr=False, compare=False)
+    power_w: dict[str, float] = field(default_factory=dict)  # hwmon power sensors (NIC, module ...), W
 
     def bytes_moved(self, netdevs: set[str] | None = None) -> float | None:
         """rx+tx bytes of the netdevs (all when None) over the interval; None when not read."""
@@ -153,7 +154,9 @@ def line_of(item: Mapping[str, Any]) -> SampleLine | None:
     per_core: list[Any] = cpu["per_core_pct"] if isinstance(cpu.get("per_core_pct"), list) else []
     return SampleLine(ts, _num(item.get("interval_s")), str(item["source"]) if item.get("source") else None,
                       _num(cpu.get("total_pct")), tuple(v for p in per_core if (v := _num(p)) is not None),
-                      _cores(cpu), _cgroup(cpu), _num(mem.get("used_pct")), net, temps, dict(item))
+                      _cores(cpu), _cgroup(cpu), _num(mem.get("used_pct")), net, temps, dict(item),
+                      {str(k): v for k, raw in (item.get("power_w") or {}).items() if (v := _num(raw)) is not None}
+                      if isinstance(item.get("power_w"), Mapping) else {})
 
 
 def _snapshot_of(item: Mapping[str, Any]) -> Snapshot | None:
