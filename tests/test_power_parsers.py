@@ -109,3 +109,21 @@ def test_no_bmc_address_means_no_power_reader() -> None:
     assert bmc.target(_host()) is None
     with pytest.raises(bmc.BmcError, match="bmc_protocol='snmp'"):
         bmc.target(_host(bmc_address="10.9.0.1", bmc_protocol="snmp"))
+
+
+def test_the_inventory_refuses_a_bmc_password_and_checks_the_bmc_settings(tmp_path: Path) -> None:
+    from benchharness.config.inventory import load_inventory
+    from benchharness.core.errors import ConfigError
+
+    inv = tmp_path / "hosts.ini"
+    inv.write_text("[gpu]\ngpu01 ansible_host=10.0.0.1 bmc_address=10.9.0.1 bmc_password=hunter2\n")
+    with pytest.raises(ConfigError, match="host gpu01: bmc_password must not be written in the inventory") as err:
+        load_inventory(str(inv))
+    assert "hunter2" not in str(err.value) and err.value.path == str(inv)
+    inv.write_text("[gpu]\ngpu01 ansible_host=10.0.0.1 bmc_address=10.9.0.1 bmc_protocol=snmp\n")
+    with pytest.raises(ConfigError, match="bmc_protocol='snmp' is not valid, it must be ipmi or redfish"):
+        load_inventory(str(inv))
+    inv.write_text("[gpu]\ngpu01 ansible_host=10.0.0.1 bmc_address=10.9.0.1 bmc_protocol=Redfish bmc_port=8443\n")
+    host = load_inventory(str(inv)).hosts[0]
+    t = bmc.target(host)
+    assert t is not None and (t.protocol, t.port, t.scheme) == ("redfish", 8443, "https")

@@ -102,7 +102,15 @@ BENCH_VARS: dict[str, tuple[Callable[[Any], Any], Callable[[Any], bool], str]] =
     "launch_ssh_key": (_to_str, bool, "a path on the launch node"),
     "iperf3_version": (_to_version, bool, 'a quoted version such as "3.16" (unquoted, 3.20 reads as 3.2)'),
     "launch_known_hosts": (_to_str, bool, "a path on the launch node"),
+    # the host's BMC, read from the controller for node power (telemetry/bmc.py, docs/power.md)
+    "bmc_address": (_to_str, bool, "a BMC address or name"),
+    "bmc_protocol": (lambda v: _to_str(v).lower(), lambda x: x in ("ipmi", "redfish"), "ipmi or redfish"),
+    "bmc_port": (_to_int, lambda x: 1 <= x <= 65535, "a port number 1..65535"),
+    "bmc_password_env": (_to_str, bool, "the name of an environment variable of the controller"),
+    "bmc_password_file": (_to_str, bool, "a path on the controller"),
 }
+#: Variables that would put a secret into the inventory (and from there into logs and run records).
+SECRET_VARS = {"bmc_password": "name an environment variable (bmc_password_env) or a file (bmc_password_file) that holds it"}
 _CONNECTIONS = {None: False, "ssh": False, "paramiko": False, "smart": False, "local": True}
 
 
@@ -120,6 +128,9 @@ def _checked(host: str, var: str, value: Any, where: Where, conv: Callable[[Any]
 def validate_bench_vars(host: str, values: dict[str, Any], where: Where) -> dict[str, Any]:
     """``values`` with every benchmark variable checked and converted (``"8"`` -> 8); None means unset."""
     out = dict(values)
+    for var, instead in SECRET_VARS.items():
+        if out.get(var) is not None:
+            raise ConfigError(f"host {host}: {var} must not be written in the inventory; {instead}", *where(var))
     for var, (conv, ok, what) in BENCH_VARS.items():
         if out.get(var) is not None:
             out[var] = _checked(host, var, out[var], where, conv, ok, what)
