@@ -395,9 +395,11 @@ def run_label(run_infos: Sequence[Mapping[str, Any]],
         rest = [k for k in differing if k not in ("nic_model", "nic_firmware")] if nic else differing
         parts = nic + [("fw " if k == "nic_firmware" else "") + str(d.get(k) or "?") for k in rest]
         labels.append(" · ".join(parts) or str(info.get("run_id", "run")))
-    if len(set(labels)) < len(labels):
-        labels = [f"{lab} ({str(info.get('run_id', i))[-4:]})"
-                  for i, (lab, info) in enumerate(zip(labels, run_infos, strict=True))]
+    for dim in ("time", "run_id"):  # only runs that share a name get more of one, where it tells them apart
+        extra = [str(d.get(dim) or info.get(dim) or i) for i, (d, info) in enumerate(zip(dims, run_infos, strict=True))]
+        apart = {lab for lab in labels if labels.count(lab) > 1 and
+                 len({e for e, other in zip(extra, labels, strict=True) if other == lab}) > 1}
+        labels = [f"{lab} · {e}" if lab in apart else lab for lab, e in zip(labels, extra, strict=True)]
     if len(set(labels)) < len(labels):  # the same run twice: number them
         labels = [f"{lab} #{i + 1}" for i, lab in enumerate(labels)]
     return labels
