@@ -17,6 +17,7 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
 from benchharness.core.model import Host, Step
@@ -107,34 +108,41 @@ class PowerObserver:
             self._state[host] = {"bmc": bmc, "status": status, "message": message}
             runner.run_dir.write_json("telemetry/power/bmcs.json", self._state)
 
+    def _open(self, runner: Any, host: Host) -> None:
+        """Find the host's BMC and take a first reading; a BMC that cannot be read is given up."""
+        try:
+            found = reader_for(host)
+        except BmcError as exc:
+            self._give_up(runner, host.name, "BMC", exc, "misconfigured")
+            return
+        if found is None:
+            return
+        bmc, reader = found
+        try:
+            first = reader.read()
+        except BmcError as exc:
+            self._give_up(runner, host.name, bmc, exc)
+            return
+        if first is None:
+            self._give_up(runner, host.name, bmc, BmcError(
+                f"{host.name}: {bmc} answered without a node power reading (not available on this BMC)"),
+                "not available")
+            return
+        with self._lock:
+            self._readers[host.name] = found
+            self._state[host.name] = {"bmc": bmc, "status": "ok", "source": first.source}
+
     def start_run(self, runner: Any) -> None:
         if self.interval <= 0:
             return
-        for host in runner.plan.hosts:
-            if host.name in runner.down:
-                continue
-            try:
-                found = reader_for(host)
-            except BmcError as exc:
-                self._give_up(runner, host.name, "BMC", exc, "misconfigured")
-                continue
-            if found is None:
-                continue
-            bmc, reader = found
-            try:
-                first = reader.read()
-            except BmcError as exc:
-                self._give_up(runner, host.name, bmc, exc)
-                continue
-            if first is None:
-                self._give_up(runner, host.name, bmc, BmcError(
-                    f"{host.name}: {bmc} answered without a node power reading (not available on this BMC)"),
-                    "not available")
-                continue
-            self._readers[host.name] = found
-            self._state[host.name] = {"bmc": bmc, "status": "ok", "source": first.source}
-        if self._state:
-            runner.run_dir.write_json("telemetry/power/bmcs.json", self._state)
+        hosts = [h for h in runner.plan.hosts if h.name not in runner.down and h.var("bmc_address")]
+        if not hosts:
+            return
+        # in parallel, bounded as the probe is: a BMC that does not answer costs its timeout once
+        workers = min(int(getattr(runner, "max_connections", 32)), len(hosts))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            list(pool.map(lambda h: self._open(runner, h), hosts))
+        runner.run_dir.write_json("telemetry/power/bmcs.json", self._state)
 
     def before_step(self, runner: Any, step: Step) -> None:
         polls: dict[str, _Poll] = {}
