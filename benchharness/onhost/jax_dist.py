@@ -68,7 +68,7 @@ def init(a: argparse.Namespace) -> tuple[Any, str]:
     import jax
 
     kwargs: dict[str, Any] = {"coordinator_address": a.coordinator, "num_processes": a.nprocs,
-                              "process_id": a.proc_id}
+                              "process_id": a.proc_id, "initialization_timeout": a.init_timeout}
     backend = a.backend
     if backend in ("auto", "gloo") and a.platform == "cpu":
         backend = "gloo"
@@ -227,6 +227,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--node-rank", type=int, default=None, help="this host's index: spawn --nproc processes")
     p.add_argument("--local-addr", default=None, help="address gloo binds to on this host")
     p.add_argument("--gloo-interface", default=None, help="netdev gloo binds to on this host")
+    p.add_argument("--init-timeout", type=int, default=300, help="seconds to wait for every process to join")
     p.add_argument("--numa-nodes", default="", help="NUMA node of each local process (0,0,1,1)")
     return p
 

@@ -23,6 +23,8 @@ from benchharness.tools import registry
 #: is a finding ("far below nccl-tests' busbw on the same rails", issue 35). Half: a framework
 #: moving the same bytes over the same rails loses at most its own copy and launch overheads.
 FAR_BELOW = 0.5
+#: Framework backends that move data over TCP sockets, as the matrix names them.
+SOCKET_BACKENDS = {"gloo": "gloo (TCP sockets)", "ring": "RING (gRPC, TCP sockets)"}
 #: Failure kinds that mean the framework is not on the hosts (the tool's interpreter lacks it).
 NOT_INSTALLED_KINDS = ("tool_missing",)
 
@@ -50,7 +52,7 @@ def _transport(rows: list[Mapping[str, Any]]) -> str | None:
     for r in rows:
         backend = next((v for k, v in r.items() if k.endswith("_backend") and isinstance(v, str)), None)
         if backend:
-            return f"{backend} (TCP sockets)" if backend == "gloo" else backend
+            return SOCKET_BACKENDS.get(backend, backend)
     return None
 
 

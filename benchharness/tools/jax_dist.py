@@ -39,7 +39,7 @@ MARKER = "# benchharness jax_dist:"
 PARAMS: dict[str, Any] = {
     "op": "all_reduce", "minbytes": "8", "maxbytes": "128M", "cpu_maxbytes": "16M", "stepfactor": 2,
     "iters": 20, "warmup": 5, "check": 1, "backend": "auto", "python": None, "procs_per_host": None,
-    "env": {}, "timeout": 900, "ib_tc": None, "ib_sl": None, "nccl_debug": False,
+    "env": {}, "timeout": 900, "init_timeout": 120, "ib_tc": None, "ib_sl": None, "nccl_debug": False,
     "require_network": None, "require_gdr": None,
 }
 _HEADER = re.compile(r"# benchharness jax_dist: jax (\S+) jaxlib (\S+) backend (\S+) platform (\S+) nccl (\S+)")
@@ -63,7 +63,8 @@ def check_params(params: Mapping[str, Any]) -> None:
         raise ValueError("minbytes is larger than maxbytes")
     if p["backend"] not in ("auto", "nccl", "gloo"):
         raise ValueError(f"backend: {p['backend']!r} is not one of auto, nccl, gloo")
-    for key, low in (("stepfactor", 2), ("iters", 1), ("warmup", 0), ("check", 0), ("procs_per_host", 1)):
+    for key, low in (("stepfactor", 2), ("iters", 1), ("warmup", 0), ("check", 0), ("procs_per_host", 1),
+                     ("init_timeout", 1)):
         _int(p, key, low)
     if isinstance(p["timeout"], bool) or not isinstance(p["timeout"], int | float) or p["timeout"] <= 0:
         raise ValueError(f"timeout: must be a number of seconds > 0, not {p['timeout']!r}")
@@ -129,7 +130,8 @@ class JaxCollectives:
         sweep = ["--op", p["op"], "--backend", p["backend"], "-b", str(parse_size(p["minbytes"])),
                  "-e", str(parse_size(p["maxbytes"])), "-f", str(p["stepfactor"]), "-n", str(p["iters"]),
                  "-w", str(p["warmup"]), "-c", str(p["check"]), "--platform", "gpu" if gpus else "cpu",
-                 "--coordinator", f"{first.address}:{port}", "--nprocs", str(sum(slots))]
+                 "--coordinator", f"{first.address}:{port}", "--nprocs", str(sum(slots)),
+                 "--init-timeout", str(p["init_timeout"])]
         uploads = onhost_uploads(ONHOST_DIR, "jax_dist", "torch_dist", "iter_json")
         out = []
         for i, host in enumerate(step.hosts):
@@ -159,22 +161,24 @@ class JaxCollectives:
         return _records(text, None, {**header(text), "nccl_network": debug["network"], "nccl_gdr": debug["gdr"]})
 
 
-def check_results(step: Step, results: Sequence[CommandResult]) -> CommandResult:
-    """Process 0's result (the one that printed the table); ToolFailure naming the host otherwise:
-    ``tool_missing`` where the interpreter has no jax."""
+def check_results(step: Step, results: Sequence[CommandResult], marker: str = MARKER,
+                  missing_module: re.Pattern[str] = _MISSING, var: str = "jax_python") -> CommandResult:
+    """Process 0's result (the one that printed ``marker`` and its table); ToolFailure naming the
+    host otherwise: ``tool_missing`` where the interpreter lacks a module ``missing_module`` names
+    (say which host var sets the interpreter: ``var``)."""
     if not results:
-        raise ToolFailure("no_results", f"step {step.id}: jax did not run")
+        raise ToolFailure("no_results", f"step {step.id}: {step.tool} did not run")
     for res in results:
         where = f"step {step.id} on {res.command.host.name}"
         if res.error:
             raise ToolFailure("launch_failed", f"{where}: {res.error}")
-        missing = _MISSING.search(f"{res.stdout}\n{res.stderr}")
+        missing = missing_module.search(f"{res.stdout}\n{res.stderr}")
         if missing:
             raise ToolFailure("tool_missing", f"{where}: {res.command.argv[0]} has no {missing.group(1)} "
-                              "(set the suite's python, or host var jax_python)", host=res.command.host.name)
+                              f"(set the suite's python, or host var {var})", host=res.command.host.name)
         if res.timed_out:
             raise ToolFailure("timeout", f"{where}: ran past {res.command.timeout_s:.0f} s")
-    mine = [r for r in results if MARKER in r.stdout]
+    mine = [r for r in results if marker in r.stdout]
     bad = [r for r in results if r.rc not in (0, None) and not r.stopped]
     if bad and not mine:
         res = bad[0]
@@ -182,7 +186,7 @@ def check_results(step: Step, results: Sequence[CommandResult]) -> CommandResult
         raise ToolFailure("crashed", f"step {step.id} on {res.command.host.name}: exited with status {res.rc}"
                           + (f": {tail}" if tail else ""))
     if not mine:
-        raise ToolFailure("no_results", f"step {step.id}: no jax process printed results")
+        raise ToolFailure("no_results", f"step {step.id}: no {step.tool} process printed results")
     return mine[0]
 
 
