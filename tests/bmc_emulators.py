@@ -12,11 +12,12 @@
 from __future__ import annotations
 
 import contextlib
+import re
 import shutil
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -133,18 +134,18 @@ mc_enable 0x20
 
 
 @contextlib.contextmanager
-def redfish_mockup(workdir: Path, legacy_power_only: bool = False) -> Iterator[Bmc]:
-    """sushy-static serving a copy of the DMTF mockup (``legacy_power_only``: the chassis without its
-    EnvironmentMetrics link, so that only the deprecated Power resource gives watts)."""
+def redfish_mockup(workdir: Path, drop: Sequence[str] = ()) -> Iterator[Bmc]:
+    """sushy-static serving a copy of the DMTF mockup; ``drop``: chassis links to take out (e.g.
+    ``EnvironmentMetrics``, so that only the deprecated Power resource gives watts)."""
     root = workdir / "mockup"
     shutil.copytree(MOCKUP, root)
     (root / "SOURCES").unlink()
-    if legacy_power_only:
-        chassis = root / "Chassis" / "1U" / "index.json"
-        text = chassis.read_text()
-        start = text.index('    "EnvironmentMetrics": {')
-        end = text.index("},", start) + 3
-        chassis.write_text(text[:start] + text[end:])
+    chassis = root / "Chassis" / "1U" / "index.json"
+    text = chassis.read_text()
+    for name in drop:
+        text, n = re.subn(rf'\n    "{name}": {{\n        "@odata.id": "[^"]*"\n    }},', "", text)
+        assert n == 1, name
+    chassis.write_text(text)
     port = free_port()
     proc = subprocess.Popen([str(VENV_BIN / "sushy-static"), "-i", LOOPBACK, "-p", str(port), "-m", str(root)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

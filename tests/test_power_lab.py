@@ -46,7 +46,7 @@ def test_each_hosts_bmc_gives_watts_per_reading_and_energy_per_step(lab_maker, t
     pw_file.write_text(REDFISH_PW + "\n")
     pw_file.chmod(0o600)
     with ipmi_sim(tmp_path / "ipmi", "benchbmc", IPMI_PW, 360) as h1, \
-            redfish_mockup(tmp_path / "rf2") as h2, redfish_mockup(tmp_path / "rf3", legacy_power_only=True) as h3, \
+            redfish_mockup(tmp_path / "rf2") as h2, redfish_mockup(tmp_path / "rf3", drop=("EnvironmentMetrics",)) as h3, \
             lab_maker("pw1", 3) as info:
         host_vars = {
             "h1": f"bmc_address=127.0.0.1 bmc_port={h1.port} bmc_protocol=ipmi bmc_user=benchbmc "

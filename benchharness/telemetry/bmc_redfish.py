@@ -27,6 +27,10 @@ def _link(doc: Mapping[str, Any], name: str) -> str | None:
     return str(ref["@odata.id"]) if isinstance(ref, Mapping) and ref.get("@odata.id") else None
 
 
+class _NotFound(BmcError):
+    """HTTP 404: a resource the service links to but does not serve."""
+
+
 class RedfishReader:
     """Reads one host's node power; finds the chassis and the resource that answers once."""
 
@@ -52,7 +56,8 @@ class RedfishReader:
             if exc.code in (401, 403):
                 raise BmcError(f"{t.host}: {t.describe()} refused the login as {t.user or 'anonymous'} "
                                f"(HTTP {exc.code}: wrong user or password)") from None
-            raise BmcError(f"{t.host}: {t.describe()}: GET {path} gave HTTP {exc.code}") from None
+            kind = _NotFound if exc.code == 404 else BmcError
+            raise kind(f"{t.host}: {t.describe()}: GET {path} gave HTTP {exc.code}") from None
         except TimeoutError:
             raise BmcError(f"{t.host}: {t.describe()} did not answer within {TIMEOUT_S:.0f} s") from None
         except urllib.error.URLError as exc:
@@ -76,8 +81,11 @@ class RedfishReader:
         chassis = self.get(self._chassis())
         for kind in ("EnvironmentMetrics", "Power", "PowerSubsystem"):
             path = _link(chassis, kind)
-            if path and self._read(kind, path) is not None:
-                return kind, path
+            try:
+                if path and self._read(kind, path) is not None:
+                    return kind, path
+            except _NotFound:  # linked but not served: the next resource may answer
+                continue
         return None
 
     def _read(self, kind: str, path: str) -> PowerReading | None:
@@ -88,8 +96,21 @@ class RedfishReader:
             return redfish_power_reading(doc)
         supplies = _link(doc, "PowerSupplies")
         members = self.get(supplies).get("Members") or [] if supplies else []
-        metrics = [_link(self.get(str(m["@odata.id"])), "Metrics") for m in members if isinstance(m, Mapping)]
-        return redfish_supply_input([self.get(p) for p in metrics if p])
+        metrics: list[Mapping[str, Any]] = []
+        for m in members:
+            supply = self._optional(str(m.get("@odata.id"))) if isinstance(m, Mapping) else None
+            link = _link(supply, "Metrics") if supply else None
+            found = self._optional(link) if link else None
+            if found:
+                metrics.append(found)
+        return redfish_supply_input(metrics)
+
+    def _optional(self, path: str) -> dict[str, Any] | None:
+        """The resource, or None where the service lists it but does not serve it (an empty bay)."""
+        try:
+            return self.get(path)
+        except _NotFound:
+            return None
 
     def read(self) -> PowerReading | None:
         """One reading, or None when the chassis offers no power figure; BmcError when the BMC
