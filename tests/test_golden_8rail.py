@@ -134,7 +134,9 @@ def test_plan_rules(suite: str, node: str) -> None:
 @pytest.mark.parametrize("node", sorted(NODES))
 def test_slurm_places_tasks_in_blocks(node: str) -> None:
     plan = plan_of("allreduce", f"{node}.ini", launcher="slurm")
-    (cmd,) = [c for _, c in commands(plan)]
+    cmds = [c for _, c in commands(plan)]
+    assert len({tuple(c.argv) for c in cmds}) == 1  # one launch line, once per repetition
+    cmd = cmds[0]
     assert "--distribution=block:block" in cmd.argv and "--cpu-bind=ldoms" in cmd.argv
 
 

@@ -184,7 +184,7 @@ def test_incast_round_has_n_minus_1_concurrent_senders_on_their_own_ports(tmp_pa
 # ---------------------------------------------------------------- pattern suites
 
 def test_pattern_suites_load_and_plan_on_four_hosts() -> None:
-    shapes = {"all-pairs": (6, 3), "incast": (4, 4), "bursty": (20, 14), "scaling": (2, 2)}
+    shapes = {"all-pairs": (6, 3), "incast": (4, 4), "bursty": (20, 14), "scaling": (2 * 5, 2 * 5)}  # scaling: repeat 5
     # bursty's RDMA bursts are a share of each NIC's line rate, which the inventory gives
     rated = [Host(h.name, h.address, vars={"nic_line_rate_gbps": 400}) for h in H[:4]]
     for name, (steps, rounds) in shapes.items():
@@ -192,7 +192,7 @@ def test_pattern_suites_load_and_plan_on_four_hosts() -> None:
         assert (len(plan.steps), len(plan.rounds)) == (steps, rounds), name
         assert "!!" not in describe_plan(plan), name
     scaling = build_plan(load_suite("scaling"), H[:4])
-    assert [len(s.hosts) for s in scaling.steps] == [2, 4]
+    assert [len(s.hosts) for s in scaling.steps] == [2, 4] * 5
 
 
 def test_all_pairs_suite_isolates_and_bursty_suite_keeps_fine_intervals() -> None:

@@ -31,7 +31,7 @@ def test_scaling_runs_compare_per_host_count_and_name_the_mtu(lab_maker, tmp_pat
                     subprocess.run(["ip", "netns", "exec", host.netns, "ip", "link", "set", "dev", "eth0", "mtu", mtu],
                                    check=True, timeout=30)
             out = tmp_path / label
-            res = _bench("run", "suite=scaling", f"hosts={info.inventory}", "cpu_maxbytes=2M", f"label={label}",
+            res = _bench("run", "suite=scaling", f"hosts={info.inventory}", "cpu_maxbytes=2M", "repeat=2", f"label={label}",
                          f"out={out}")
             assert res.returncode == 0, res.stdout + res.stderr
             runs.append(out)
@@ -47,9 +47,9 @@ def test_scaling_runs_compare_per_host_count_and_name_the_mtu(lab_maker, tmp_pat
     assert "A's MTU 1500 vs B's 1400" in doc["parity"]["differences"], doc["parity"]
     cells = [c for c in doc["cells"] if c["metric"] == "busbw_GBps"]
     assert cells and {c["nhosts"] for c in cells} == {2, 3}
-    # one sample per run, size, placement and host count: a cell pooling 2 and 3 hosts would hold 2
+    # repeat=2: two samples per run, size, placement and host count; a cell pooling 2 and 3 hosts would hold 4
     per_run = {c["run"]: c for c in cells}
-    assert set(per_run) == {"A", "B"} and all(c["n"] == 1 for c in cells)
+    assert set(per_run) == {"A", "B"} and all(c["n"] == 2 for c in cells)
     scaled = {s["run"]: s for s in doc["scaling"]}
     assert set(scaled) == {"A", "B"}
     for curve in scaled.values():

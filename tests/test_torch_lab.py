@@ -45,7 +45,7 @@ def samples(run: Path) -> list[dict]:
 
 def test_suite_torch_runs_torchrun_across_three_hosts(lab3, tmp_path: Path) -> None:
     out = tmp_path / "torch"
-    res = bench("run", "suite=torch", f"hosts={lab3.inventory}", "telemetry=off", "iters=2", "warmup=1",
+    res = bench("run", "suite=torch", f"hosts={lab3.inventory}", "telemetry=off", "iters=2", "warmup=1", "repeat=1",
                 "minbytes=1K", "cpu_maxbytes=64K", "stepfactor=8", f"out={out}")
     assert res.returncode == 0, res.stdout + res.stderr
     rows = samples(out)
