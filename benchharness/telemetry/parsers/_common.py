@@ -93,3 +93,34 @@ def clean_text(text: str) -> str:
     """Tool output without terminal colours, CR line ends, prompt/command and sudo lines."""
     text = strip_ansi(text).replace("\r\n", "\n").replace("\r", "\n")
     return "\n".join(line for line in text.split("\n") if not is_noise(line))
+
+
+def unreadable(line_no: int, line: str, why: str) -> Any:
+    """The error for an output a parser recognises but cannot read: names the line (exit 3)."""
+    from benchharness.core.errors import ToolFailure
+
+    shown = line.strip()
+    shown = shown if len(shown) <= 80 else shown[:77] + "..."
+    return ToolFailure("unreadable", f"line {line_no}: {why}: {shown!r}")
+
+
+_QUOTE = re.compile(r"^(?:\s?>)+ ?")
+_BORDER = re.compile(r"^\s*[|│┃]\s?|\s?[|│┃]\s*$")
+
+
+def undecorate(text: str, keep: re.Pattern[str] | None = None) -> str:
+    """``clean_text`` plus what a paste adds around the tool's lines: e-mail / Markdown quote marks
+    (``> ``), a terminal's box borders (``│ ... │``) and Markdown code fences. Lines matching
+    ``keep`` are the tool's own even when they look like a ``# `` prompt."""
+    out = []
+    text = strip_ansi(text).replace("\r\n", "\n").replace("\r", "\n")
+    for line in text.split("\n"):
+        if line.lstrip().startswith("```"):
+            continue
+        line = _QUOTE.sub("", line)
+        if re.match(r"^\s*[|│┃]", line) and re.search(r"[|│┃]\s*$", line):
+            line = _BORDER.sub("", line)
+        if is_noise(line) and not (keep and keep.match(line.strip())):
+            continue
+        out.append(line)
+    return "\n".join(out)

@@ -6,7 +6,7 @@ import json
 import re
 from typing import Any
 
-from benchharness.telemetry.parsers._common import clean_text, to_float, to_int
+from benchharness.telemetry.parsers._common import clean_text, to_float, to_int, undecorate, unreadable
 
 
 def parse_ibstat(text: str) -> list[dict[str, Any]]:
@@ -130,44 +130,119 @@ def _rdma_json(text: str) -> list[dict[str, Any]] | None:
     return [_rdma_entry(dict(item)) for item in (data if isinstance(data, list) else [data])]
 
 
-def _link_fields(tokens: list[str]) -> dict[str, Any] | None:
-    """``[link] DEV/PORT[:] key value ...`` or iproute2 4.x ``IDX/PORT: DEV/PORT: key value ...``."""
-    if not tokens or not (tokens[0] == "link" or re.fullmatch(r"\d+/\d+:", tokens[0])):
-        return None
-    tokens = tokens[1:]
-    m = re.fullmatch(r"(\S+)/(\d+):?", tokens[0]) if tokens else None
-    if not m:
-        return None
-    fields: dict[str, Any] = {"ifname": m.group(1), "port": m.group(2)}
-    rest = tokens[1:]
-    for key, value in zip(rest[0::2], rest[1::2], strict=False):
-        numeric = re.fullmatch(r"\d+", value) and key not in _LINK_ATTRS
-        fields[key] = int(value) if numeric else value
-    return fields
+_RECORD = re.compile(r"^(?:(?:link|dev)\s+|\d+/\d+:\s+)(?P<dev>[^\s/]+)/(?P<port>\d+):?(?=\s|$)")
+_INT = re.compile(r"^-?\d+$")
+
+
+def _pairs(pieces: list[tuple[str, bool, int]]) -> tuple[dict[str, Any], list[tuple[str, int]]]:
+    """Fields from ``name value`` tokens that may run over several lines.
+
+    A piece is (token, glued, line): ``glued`` when it starts a line that follows one ending in a
+    non-blank, as a terminal wraps a long line mid-word. A name never is a number, so a number where
+    a name is due continues the value before it, and a non-number where a number is due continues
+    the name (``rx_atomic_req`` + ``uests``); a line broken between words reads the same either way.
+    """
+    fields: dict[str, Any] = {}
+    problems: list[tuple[str, int]] = []
+    name: str | None = None
+    where = 0
+    last: str | None = None
+    for token, glued, line in pieces:
+        if token.endswith(":") and name is None:  # ``Optional-set:`` label
+            continue
+        if name is None:
+            if glued and _INT.match(token) and last is not None and isinstance(fields.get(last), int):
+                fields[last] = int(f"{fields[last]}{token}")
+                continue
+            name, where = token, line
+            continue
+        if glued and not _INT.match(token) and not re.match(r"^\d", token):
+            name += token
+            continue
+        fields[name] = int(token) if _INT.match(token) and name not in _LINK_ATTRS else token
+        last, name = name, None
+    if name is not None:
+        problems.append((name, where))
+    return fields, problems
+
+
+def _text_records(text: str) -> list[tuple[int, str, dict[str, Any]]]:
+    """``(line number, header line, fields)`` per ``link DEV/PORT ...`` record of ``rdma`` text."""
+    records: list[tuple[int, str, dict[str, Any]]] = []
+    pieces: list[tuple[str, bool, int]] = []
+    header: tuple[int, str, str, str] | None = None
+    lines = text.split("\n")
+    prev_open = False  # the previous line ended in a non-blank (a wrap may glue to it)
+
+    def close() -> None:
+        if header is None:
+            return
+        line_no, line, dev, port = header
+        fields, dangling = _pairs(pieces)
+        if dangling:
+            name, at = dangling[0]
+            raise unreadable(at, lines[at - 1], f"counter {name!r} of {dev}/{port} has no value")
+        records.append((line_no, line, {"ifname": dev, "port": port, **fields}))
+
+    for no, raw in enumerate(lines, 1):
+        line = raw.rstrip()
+        m = _RECORD.match(line.strip()) if line.strip() else None
+        if m:
+            close()
+            header = (no, line, m.group("dev"), m.group("port"))
+            rest = line.strip()[m.end():]
+            pieces = [(t, False, no) for t in rest.split()]
+            prev_open = bool(rest.strip())
+            continue
+        if header is None:
+            continue
+        if not line.strip():
+            close()
+            header, pieces = None, []
+            continue
+        tokens = line.split()
+        glued = prev_open and not line[:1].isspace()
+        pieces += [(t, glued and i == 0, no) for i, t in enumerate(tokens)]
+        prev_open = True
+    close()
+    return records
 
 
 def parse_rdma(text: str) -> dict[str, Any]:
-    """``rdma link [-j]`` and ``rdma stat [show] [-j|-p]``: ``ports`` with state/netdev and/or counters."""
-    text = clean_text(text).strip()
+    """``rdma link [-j]`` and ``rdma stat[istic] [show] [-j|-p]`` (iproute2 4.x ``IDX/PORT: DEV/PORT:``
+    lines, MLNX_OFED's ``/opt/mellanox/iproute2``, ``Optional-set:`` counters, lines a terminal or a
+    mail wrapped, ``> `` quotes): ``ports`` with state/netdev and/or counters."""
+    text = undecorate(text).strip()
     from_json = _rdma_json(text)
     if from_json is not None:
         return {"ports": from_json}
-    found: list[dict[str, Any]] = []
-    for line in text.splitlines():
-        tokens = line.split()
-        fields = _link_fields(tokens)
-        if fields is not None:
-            found.append(fields)
-        elif found and line[:1].isspace() and len(tokens) == 2 and re.fullmatch(r"\d+", tokens[1]):
-            found[-1][tokens[0]] = int(tokens[1])  # ``rdma stat show -p``: one counter a line
     ports = []
-    for fields in found:
+    for _no, _line, fields in _text_records(text):
         entry = _rdma_entry(fields)
         for key in ("lid", "sm_lid", "lmc"):
             if key in entry:
                 entry[key] = to_int(entry[key])
         ports.append(entry)
     return {"ports": ports}
+
+
+def parse_rdma_statistic(text: str) -> dict[str, int]:
+    """``rdma statistic show`` (any form ``parse_rdma`` reads) as snapshot counters named as the
+    health verdicts name them: ``ib_hw:<dev>/<port>:<counter>`` (the port's ``hw_counters``)."""
+    clean = undecorate(text).strip()
+    counters: dict[str, int] = {}
+    from_json = _rdma_json(clean)
+    if from_json is not None:
+        entries = [(0, "", e) for e in from_json]
+    else:
+        entries = [(no, line, _rdma_entry(f)) for no, line, f in _text_records(clean)]
+    for no, line, entry in entries:
+        found = entry.get("counters") or {}
+        if not found and from_json is None and "state" not in entry:
+            raise unreadable(no, line, f"{entry['device']}/{entry['port']} lists no counters")
+        for name, value in found.items():
+            counters[f"ib_hw:{entry['device']}/{entry['port']}:{name}"] = value
+    return counters
 
 
 _IBDEV = re.compile(
@@ -195,4 +270,12 @@ def parse_ibdev2netdev(text: str) -> list[dict[str, Any]]:
 
 
 PARSERS = {"ibstat": parse_ibstat, "ibv_devinfo": parse_ibv_devinfo, "rdma": parse_rdma,
-           "ibdev2netdev": parse_ibdev2netdev}
+           "rdma-statistic": parse_rdma_statistic, "ibdev2netdev": parse_ibdev2netdev}
+READS = {
+    "ibstat": "ibstat (infiniband-diags, rdma-core 2x-5x)",
+    "ibv_devinfo": "ibv_devinfo [-v] (libibverbs, rdma-core), also grepped port lines",
+    "rdma": "rdma link / rdma statistic show [-j|-p] (iproute2 4.16+, MLNX_OFED /opt/mellanox/iproute2)",
+    "rdma-statistic": "rdma statistic show [link DEV/PORT] [-j|-p] (iproute2 5.4+ and MLNX_OFED's; wrapped or "
+                      "quoted pastes) -> ib_hw:DEV/PORT:counter",
+    "ibdev2netdev": "ibdev2netdev [-v] (MLNX_OFED, mlnx-tools)",
+}
