@@ -30,6 +30,7 @@ SYSFS_NAMES = {
     "PortRcvPkts": "port_rcv_packets", "PortXmitWait": "port_xmit_wait",
     "PortUnicastXmitPkts": "unicast_xmit_packets", "PortUnicastRcvPkts": "unicast_rcv_packets",
     "PortMulticastXmitPkts": "multicast_xmit_packets", "PortMulticastRcvPkts": "multicast_rcv_packets",
+    "QP1Dropped": "qp1_dropped",
 }
 _SKIP = {"PortSelect", "CounterSelect", "CounterSelect2"}
 _HEADER = re.compile(r"^#\s*Port (?:extended )?counters:\s*Lid\s+(\d+)\s+port\s+(\d+)", re.IGNORECASE)
@@ -58,7 +59,7 @@ def counters_of(lines: list[str]) -> tuple[dict[str, int], set[int]]:
             continue
         if not re.fullmatch(r"\d+", value):
             raise unreadable(i + 1, line, f"perfquery field {name} has no count")
-        out[f"ib:{obj}:{SYSFS_NAMES.get(name, snake(name))}"] = int(value)
+        out[f"ib:{obj}:{SYSFS_NAMES.get(name, snake(re.sub(r'(?<=[a-z0-9])(?=[A-Z])', '_', name)))}"] = int(value)
     return out, used
 
 
