@@ -67,7 +67,7 @@ def test_each_hosts_bmc_gives_watts_per_reading_and_energy_per_step(lab_maker, t
     assert {r["host"] for r in rows} == {"h1", "h2", "h3"}, log
     assert len(rows) == 6  # 3 rounds of one pair: each host in two steps
     for r in rows:
-        assert r["node_power_w_avg"] == pytest.approx(truth[r["host"]]), r
+        assert r["node_power_w"] == pytest.approx(truth[r["host"]]), r
         assert r["power_source"] == sources[r["host"]]
         assert r["power_readings"] >= 2, r  # a 3 s step read every second
         assert r["node_energy_j"] == pytest.approx(truth[r["host"]] * r["power_window_s"])

@@ -36,7 +36,7 @@ def power_section(run: RunDir) -> dict[str, Any] | None:
     figures = [f for f in (_figure(watts, t0, "Node power per host (BMC)", "node_power_w [W]"),
                            _figure(net, t0, "NIC throughput per host (rx+tx, sampler)", "net_gbps [Gbit/s]")) if f]
     steps = [{"step": r.get("step"), "test": r.get("test"), "host": r.get("host"),
-              "w_avg": r.get("node_power_w_avg"), "w_max": r.get("node_power_w_max"),
+              "w_avg": r.get("node_power_w"), "w_max": r.get("node_power_w_max"),
               "j": r.get("node_energy_j"), "wh": r.get("node_energy_wh"), "readings": r.get("power_readings"),
               "source": r.get("power_source")} for r in rows]
     bmcs = [{"host": h, **s} for h, s in sorted(states.items())]

@@ -1,6 +1,6 @@
 """Measured node power in a run directory (``telemetry/power.py`` writes it; ``docs/power.md``).
 
-Per step and host: the ``kind: power`` samples (``node_power_w_avg``, ``node_energy_j``,
+Per step and host: the ``kind: power`` samples (``node_power_w``, ``node_energy_j``,
 ``node_energy_wh``). Per run: the energy of the steps that moved data against the data they
 moved, ``energy_per_tb_wh`` (Wh per 10^12 bytes) and ``w_per_gbps`` (watts per Gbit/s, which is
 joules per Gbit), for the comparison; the readings over time for the report; each BMC's state.
@@ -41,7 +41,7 @@ def bits_moved(sample: Mapping[str, Any]) -> float | None:
 
 def run_power(run: RunDir) -> dict[str, Any]:
     """The run's power figures: ``node_energy_wh`` (all steps, all hosts with a BMC),
-    ``node_power_w_avg`` (mean over steps of the hosts' summed power), and over the steps that moved
+    ``node_power_w`` (mean over steps of the hosts' summed power), and over the steps that moved
     data ``energy_per_tb_wh`` and ``w_per_gbps``; ``not_measured`` names why a figure is missing."""
     rows = power_rows(run)
     if not rows:
@@ -53,14 +53,14 @@ def run_power(run: RunDir) -> dict[str, Any]:
     watts: dict[str, float] = {}
     for r in rows:
         per_step[r["step"]] = per_step.get(r["step"], 0.0) + float(r["node_energy_j"])
-        watts[r["step"]] = watts.get(r["step"], 0.0) + float(r["node_power_w_avg"])
+        watts[r["step"]] = watts.get(r["step"], 0.0) + float(r["node_power_w"])
     moved: dict[str, float] = {}
     for s in run.summary_samples():
         bits = bits_moved(s)
         if bits is not None and s.get("step") in per_step:
             moved[s["step"]] = moved.get(s["step"], 0.0) + bits
     out: dict[str, Any] = {"node_energy_wh": sum(per_step.values()) / 3600.0,
-                           "node_power_w_avg": sum(watts.values()) / len(watts),
+                           "node_power_w": sum(watts.values()) / len(watts),
                            "power_hosts": len({r["host"] for r in rows}), "power_steps": len(per_step)}
     joules = sum(per_step[s] for s in moved)
     bits = sum(moved.values())

@@ -3,7 +3,7 @@
 A host whose inventory names a BMC (``telemetry/bmc.py``) gets one reader thread per step that
 asks its BMC every ``power_interval`` seconds (IPMI DCMI or sensors, ``bmc_ipmi.py``; Redfish,
 ``bmc_redfish.py``). Stored: the readings with their time (``telemetry/power/<step>/<host>.jsonl``),
-one ``kind: power`` sample per step and host (``node_power_w_avg``, ``node_energy_j``,
+one ``kind: power`` sample per step and host (``node_power_w``, ``node_energy_j``,
 ``node_energy_wh`` ...) and each BMC's state (``telemetry/power/bmcs.json``). A BMC that refuses the
 login or does not answer gets one line on stderr and in bmcs.json, and the run goes on without its
 power figures. Nothing here may break a measurement, and no password is ever written.
@@ -176,7 +176,7 @@ class PowerObserver:
             watts = [w for _, w, _ in poll.points]
             joules = energy_j([(t, w) for t, w, _ in poll.points], started, ended)
             records.append({**step.sample_labels(), "kind": "power", "host": host,
-                            "node_power_w_avg": joules / (ended - started) if ended > started else watts[0],
+                            "node_power_w": joules / (ended - started) if ended > started else watts[0],
                             "node_power_w_max": max(watts), "node_power_w_min": min(watts),
                             "node_energy_j": joules, "node_energy_wh": joules / 3600.0,
                             "power_window_s": ended - started, "power_readings": len(watts),
