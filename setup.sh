@@ -47,13 +47,15 @@ if [ ! -x .venv/bin/bench ] || [ pyproject.toml -nt .venv/.installed ]; then
   touch .venv/.installed
 fi
 
-# The jax tool on lab hosts, which run this venv's interpreter (lab inventory jax_python): jax and
-# jaxlib from PyPI (CPU build, gloo collectives; about 10 s and 350 MB, docs/frameworks.md).
-if ! .venv/bin/python -c "import jax, jaxlib" 2>/dev/null; then
-  echo "setup.sh: installing jax and jaxlib into .venv" >&2
-  if ! .venv/bin/python -m pip install -q "jax>=0.4.35" "jaxlib>=0.4.35" >>.venv/install.log 2>&1; then
+# The jax and tensorflow tools on lab hosts, which run this venv's interpreter (lab inventory
+# jax_python, tf_python): jax and jaxlib (CPU build, gloo; about 10 s, 350 MB) and tensorflow-cpu
+# (1-2 min, 1.3 GB) from PyPI; measured in docs/frameworks.md.
+if ! .venv/bin/python -c "import jax, jaxlib, tensorflow" 2>/dev/null; then
+  echo "setup.sh: installing jax, jaxlib and tensorflow-cpu into .venv" >&2
+  if ! .venv/bin/python -m pip install -q "jax>=0.4.35" "jaxlib>=0.4.35" "tensorflow-cpu>=2.16" \
+       >>.venv/install.log 2>&1; then
     tail -20 .venv/install.log >&2
-    echo "setup.sh: installing jax failed (log above, also in .venv/install.log)" >&2
+    echo "setup.sh: installing jax or tensorflow-cpu failed (log above, also in .venv/install.log)" >&2
     exit 1
   fi
 fi

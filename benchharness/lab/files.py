@@ -84,8 +84,8 @@ def render_inventory(state: Mapping[str, Any], python: str = sys.executable) -> 
              "ansible_python_interpreter": _ini(SYSTEM_PYTHON if Path(SYSTEM_PYTHON).exists() else python),
              # Debian's python3-torch lives in the system python, not in the harness' venv
              "torch_python": _ini(SYSTEM_PYTHON if Path(SYSTEM_PYTHON).exists() else python),
-             # jax and jaxlib from PyPI live in the harness' venv (setup.sh), which the hosts share
-             "jax_python": _ini(python),
+             # jax/jaxlib and tensorflow-cpu from PyPI live in the harness' venv (setup.sh), which the hosts share
+             "jax_python": _ini(python), "tf_python": _ini(python),
              "mpi_rsh_agent": _ini(d / "mpi-ssh"), "bench_lab": state["name"],
              "bench_lab_subnet": state["subnet"]}
     lines += ["", "[lab:vars]", *(f"{k}={v}" for k, v in gvars.items()), ""]

@@ -76,6 +76,15 @@ def _at_most(rows: list[Mapping[str, Any]], size: int) -> float | None:
     return statistics.median(r["busbw_GBps"] for r in sized if r["size_bytes"] == top)
 
 
+def _host_of(step: Mapping[str, Any]) -> str | None:
+    """The host a failed step names: its ``host``, else the one of its hosts its message says it
+    failed on (adapters word it "step S on HOST: ...")."""
+    if step.get("host"):
+        return str(step["host"])
+    message = str(step.get("message") or "")
+    return next((str(h) for h in step.get("hosts") or [] if f" on {h}:" in message), None)
+
+
 def _collective(step: Mapping[str, Any]) -> str:
     return str((step.get("params") or {}).get("op") or "all_reduce")
 
@@ -117,11 +126,11 @@ def _cell(tool: str, framework: str, op: str, cell_steps: Sequence[Mapping[str, 
                or str(s.get("message") or "").startswith("skipped:")]
     if missing:
         s = missing[0]
-        cell |= {"status": "not installed", "error": s.get("message") or s.get("kind"), "host": s.get("host")}
+        cell |= {"status": "not installed", "error": s.get("message") or s.get("kind"), "host": _host_of(s)}
     elif failed or not ok:
         s = failed[0] if failed else cell_steps[0]
         cell |= {"status": "failed", "error": f"{s.get('kind') or 'failed'}: {s.get('message') or ''}".strip(),
-                 "host": s.get("host")}
+                 "host": _host_of(s)}
     else:
         cell |= {"status": "ran", "error": None, "host": None}
     largest = _largest(rows)

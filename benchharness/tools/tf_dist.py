@@ -1,0 +1,143 @@
+"""Tool ``tensorflow``: ``MultiWorkerMirroredStrategy`` all-reduce on the hosts' own tensorflow.
+
+The host program is ``benchharness.onhost.tf_dist`` (copied with ``torch_dist.py``, whose sizing
+and table helpers it shares), which prints nccl-tests' table, so its samples chart beside
+nccl-tests' and torch's. One worker per host over the run's transport, ``TF_CONFIG``'s cluster the
+step's hosts at ``ADDR:PORT`` (port ``step.port``, else 29470). Communication ``RING`` (gRPC) on CPU
+hosts, ``NCCL`` on GPU hosts (every local GPU a replica of the host's worker), with nccl-tests'
+NCCL environment; ``require_network`` / ``require_gdr`` judge NCCL's debug log as for nccl-tests.
+
+The interpreter: the suite's ``python``, else host var ``tf_python``, else ``python3``. A host
+whose interpreter has no tensorflow fails the step as ``tool_missing`` ("not installed" in the
+frameworks matrix).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from benchharness.core.errors import ToolFailure
+from benchharness.core.model import Command, CommandResult, Host, Record, Step
+from benchharness.core.units import parse_size
+from benchharness.tools.common import ONHOST_DIR, onhost_uploads
+from benchharness.tools.jax_dist import check_results, env_of
+from benchharness.tools.mpi_launch import check_env
+from benchharness.tools.nccl_debug import parse_nccl_debug
+from benchharness.tools.nccl_parse import parse_nccl_tests, with_nranks
+from benchharness.tools.nccl_tests import ANY, NcclTests, requirements
+from benchharness.tools.torch_dist import has_gpus, merged
+
+PROGRAM = f"{ONHOST_DIR}/tf_dist.py"
+#: Every worker's gRPC server port when the planner gives none (TF_CONFIG names one per worker).
+DEFAULT_PORT = 29470
+MARKER = "# benchharness tf_dist:"
+PARAMS: dict[str, Any] = {
+    "op": "all_reduce", "minbytes": "8", "maxbytes": "128M", "cpu_maxbytes": "16M", "stepfactor": 2,
+    "iters": 20, "warmup": 5, "check": 1, "implementation": "auto", "python": None, "env": {}, "timeout": 900,
+    "ib_tc": None, "ib_sl": None, "nccl_debug": False, "require_network": None, "require_gdr": None,
+}
+_HEADER = re.compile(r"# benchharness tf_dist: tensorflow (\S+) backend (\S+) platform (\S+) cuda (\S+) rocm (\S+)")
+_MISSING = re.compile(r"No module named '?(tensorflow)\b")
+
+
+def check_params(params: Mapping[str, Any]) -> None:
+    """ValueError naming the parameter when a value is wrong."""
+    p = merged(params, PARAMS)
+    if p["op"] != "all_reduce":
+        raise ValueError(f"op: {p['op']!r}: the tensorflow tool runs all_reduce only")
+    for key in ("minbytes", "maxbytes", "cpu_maxbytes"):
+        parse_size(p[key])
+    if parse_size(p["minbytes"]) > parse_size(p["maxbytes"]):
+        raise ValueError("minbytes is larger than maxbytes")
+    if p["implementation"] not in ("auto", "RING", "NCCL"):
+        raise ValueError(f"implementation: {p['implementation']!r} is not one of auto, RING, NCCL")
+    for key, low in (("stepfactor", 2), ("iters", 1), ("warmup", 0), ("check", 0)):
+        value = p[key]
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ValueError(f"{key}: must be an integer >= {low}, not {value!r}")
+    if isinstance(p["timeout"], bool) or not isinstance(p["timeout"], int | float) or p["timeout"] <= 0:
+        raise ValueError(f"timeout: must be a number of seconds > 0, not {p['timeout']!r}")
+    if p["python"] is not None and (not isinstance(p["python"], str) or not p["python"].strip()):
+        raise ValueError("python: must be a non-empty string")
+    if not isinstance(p["env"], Mapping):
+        raise ValueError("env: must be a mapping of NAME: value")
+    check_env(p["env"])
+    if p["require_gdr"] is not None and not isinstance(p["require_gdr"], bool) and p["require_gdr"] != ANY:
+        raise ValueError("require_gdr: must be true, false or any")
+    if p["require_network"] is not None and not isinstance(p["require_network"], str):
+        raise ValueError("require_network: must be a name such as IB, Socket or OFI (or any)")
+
+
+def python_of(host: Host, p: Mapping[str, Any]) -> str:
+    """The interpreter with tensorflow: the suite's ``python``, host var ``tf_python``, else ``python3``."""
+    return str(p["python"] or host.var("tf_python") or "python3")
+
+
+class TfAllReduce:
+    """MultiWorkerMirroredStrategy all-reduce sweep (``tf_dist.py``), nccl-tests' table and bus bandwidth."""
+
+    name = "tensorflow"
+    framework = "TensorFlow"  # a row of the compatibility matrix (results/frameworks.py)
+    description = "TensorFlow MultiWorkerMirroredStrategy all-reduce (RING on CPUs, NCCL on GPUs)"
+    params = PARAMS
+    patterns = ("group", "scaling")
+
+    def check_params(self, params: Mapping[str, Any]) -> None:
+        check_params(params)
+
+    def commands(self, step: Step, launcher: str = "ssh") -> list[Command]:
+        p = requirements(merged(step.params, PARAMS), step.hosts)
+        gpus = has_gpus(step.hosts)
+        if not gpus and parse_size(p["maxbytes"]) > parse_size(p["cpu_maxbytes"]):
+            p |= {"maxbytes": p["cpu_maxbytes"],
+                  "minbytes": min(parse_size(p["minbytes"]), parse_size(p["cpu_maxbytes"]))}
+        port = step.port or DEFAULT_PORT
+        workers = ",".join(f"{h.address}:{port}" for h in step.hosts)
+        sweep = ["-b", str(parse_size(p["minbytes"])), "-e", str(parse_size(p["maxbytes"])),
+                 "-f", str(p["stepfactor"]), "-n", str(p["iters"]), "-w", str(p["warmup"]), "-c", str(p["check"]),
+                 "--implementation", p["implementation"], "--workers", workers]
+        env = env_of(step, p, gpus)
+        uploads = onhost_uploads(ONHOST_DIR, "tf_dist", "torch_dist", "iter_json")
+        return [Command(host=h, role="client", argv=(python_of(h, p), PROGRAM, *sweep, "--index", str(i)), env=env,
+                        timeout_s=float(p["timeout"]), label=f"tf-{h.name}", uploads=uploads)
+                for i, h in enumerate(step.hosts)]
+
+    def parse_step(self, step: Step, results: Sequence[CommandResult]) -> list[Record]:
+        p = requirements(merged(step.params, PARAMS), step.hosts)
+        res = check_results(step, results, MARKER, _MISSING, "tf_python")
+        debug = parse_nccl_debug("\n".join(f"{r.stdout}\n{r.stderr}" for r in results))
+        extra = {**header(res.stdout), "nccl_network": debug["network"], "nccl_gdr": debug["gdr"]}
+        try:
+            records = _records(f"{res.stdout}\n{res.stderr}", extra)
+            NcclTests.check_transport(p, debug)
+        except ToolFailure as exc:
+            kept = [{**step.sample_labels(), **r, "nhosts": len(step.hosts)} for r in exc.records]
+            raise ToolFailure(exc.kind, f"step {step.id} on {res.command.host.name}: {exc}", records=kept) from exc
+        return [{**step.sample_labels(), **r, "nhosts": len(step.hosts)} for r in with_nranks(records)]
+
+    def parse_text(self, text: str) -> list[Record]:
+        debug = parse_nccl_debug(text)
+        return _records(text, {**header(text), "nccl_network": debug["network"], "nccl_gdr": debug["gdr"]})
+
+
+def header(text: str) -> Record:
+    """``tf_version``, ``tf_backend`` (ring / nccl), ``tf_platform``, ``cuda_version``, ``rocm``."""
+    m = _HEADER.search(text)
+    if not m:
+        return {}
+    return {"tf_version": m.group(1), "tf_backend": m.group(2), "tf_platform": m.group(3),
+            "cuda_version": None if m.group(4) == "none" else m.group(4), "tf_rocm": m.group(5) == "yes"}
+
+
+def _records(text: str, extra: Mapping[str, Any]) -> list[Record]:
+    extra = {"backend": "tensorflow", **extra}
+    try:
+        run = parse_nccl_tests(text, collective="all_reduce")
+    except ToolFailure as exc:
+        raise ToolFailure(exc.kind, exc.message, records=[{**r, **extra} for r in exc.records]) from exc
+    return [{**r, **extra} for r in run.all_records()]
+
+
+ADAPTER = TfAllReduce()
