@@ -140,6 +140,7 @@ def run_context(run: RunDir) -> dict[str, Any]:
     from benchharness.report import scaling_section
     from benchharness.report.bisect_section import bisect_section
     from benchharness.report.fabric_section import fabric_section
+    from benchharness.report.packet_rate_section import packet_rate_section
     from benchharness.report.power_section import power_section
     from benchharness.report.sections import test_section
     from benchharness.results import columnar, frameworks
@@ -172,7 +173,7 @@ def run_context(run: RunDir) -> dict[str, Any]:
     return {"h": head, "s": summary(run, info), "tests": tests, "t": telemetry(run, info),
             "iso": run.read_json("isolation.json") or {}, "fh": fabric_section(run, info),
             "bi": bisect_section(run, info), "pw": power_section(run), "fw": frameworks.matrix(run),
-            "generated": when(dt.datetime.now(dt.UTC).timestamp())}
+            "pr": packet_rate_section(run), "generated": when(dt.datetime.now(dt.UTC).timestamp())}
 
 
 def render_run_report(run: RunDir, out: Path | None = None) -> Path:
