@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from benchharness.telemetry import counter_map
 from benchharness.telemetry.load import LOAD_KEYS, LOAD_LIMITS, parse_load
 from benchharness.telemetry.parsers._counter_names import base_name
 
@@ -175,6 +176,9 @@ def traffic(counters: Mapping[str, int]) -> tuple[int | None, int | None, str]:
         ("IB port counters", ("ib.port_rcv_data", "ib.port_xmit_data"),
          ("ib.port_rcv_packets", "ib.port_xmit_packets"), 4),
         ("netdev statistics", ("rx_bytes", "tx_bytes"), ("rx_packets", "tx_packets"), 1),
+        ("ionic RDMA counters", ("rx_rdma_ucast_bytes", "tx_rdma_ucast_bytes"),
+         ("rx_rdma_ucast_pkts", "tx_rdma_ucast_pkts"), 1),  # telemetry/counter_map.py
+        ("ionic port counters", ("octets_rx_ok", "octets_tx_ok"), ("frames_rx_ok", "frames_tx_ok"), 1),
         ("rxe counters", (), ("sent_pkts", "rcvd_pkts"), 1),
     ]
     nbytes: int | None = None
@@ -206,6 +210,9 @@ def _pause(counters: Mapping[str, int], seconds: float, speed_gbps: float | None
             direction, prio = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), "link")
             durations[(direction, prio)] = (key, int(value))
             continue
+        if mslot := counter_map.pause_slot(name):  # ionic, ...: telemetry/counter_map.py
+            (durations if mslot[0] == "pause_us" else frames)[(mslot[1], mslot[2])] = (key, int(value))
+            continue
         for pattern in _PAUSE_FRAMES:
             fm = pattern.match(name)
             if fm:
@@ -216,6 +223,8 @@ def _pause(counters: Mapping[str, int], seconds: float, speed_gbps: float | None
     for key, value in durations.values():
         out.append((value / 1e6 / seconds, key, value, "pause duration (us) from the driver"))
     for slot, (key, value) in frames.items():
+        if slot[1] == "all" and any(d == slot[0] and p != "link" for d, p in durations):
+            continue  # PFC frames of all priorities together: the per-priority times say more
         if slot in durations or speed_gbps is None or speed_gbps <= 0:
             if slot not in durations and value:
                 out.append((math.nan, key, value, "frames only and the link speed is unknown"))
@@ -272,8 +281,9 @@ def judge(counters: Mapping[str, int], limits: Mapping[str, Any], *, seconds: fl
             verdict(limit, share, key, delta, f"paused {share:.2%} of the time ({how})")
         elif limit == "ecn_per_gb":
             total, keys = _sum(counters, set(ECN) | {base_name(k) for k in counters
-                                                     if base_name(k).endswith("_marked")
-                                                     and not _PER_QUEUE.search(base_name(k))})
+                                                     if (base_name(k).endswith("_marked")
+                                                         and not _PER_QUEUE.search(base_name(k)))
+                                                     or counter_map.in_family("ecn", base_name(k))})
             if not keys:
                 missing(limit, "no ECN/CNP counters")
             elif not nbytes:
@@ -284,7 +294,8 @@ def judge(counters: Mapping[str, int], limits: Mapping[str, Any], *, seconds: fl
                 verdict(limit, total / gb, _names(keys, counters), total,
                         f"{total / gb:.4g} marks per GB over {gb:.3g} GB ({source})")
         elif limit == "retrans_per_mpkt":
-            total, keys = _sum(counters, set(RETRANS))
+            total, keys = _sum(counters, set(RETRANS) | {base_name(k) for k in counters
+                                                         if counter_map.in_family("retrans", base_name(k))})
             if not keys:
                 missing(limit, "no retransmission / out-of-sequence / timeout counters")
                 continue
@@ -303,7 +314,9 @@ def judge(counters: Mapping[str, int], limits: Mapping[str, Any], *, seconds: fl
             verdict(limit, per, _names(keys, counters), total, f"{per:.4g} per million {what} ({denom})")
         elif limit in ("discards_per_mpkt", "out_of_buffer_per_mpkt"):
             rx = _DISCARD if limit == "discards_per_mpkt" else _BUFFER
-            names = {base_name(k) for k in counters if rx.search(base_name(k)) and not _PER_QUEUE.search(base_name(k))}
+            fam = "discards" if limit == "discards_per_mpkt" else "out_of_buffer"
+            names = {base_name(k) for k in counters if (rx.search(base_name(k)) and not _PER_QUEUE.search(base_name(k)))
+                     or counter_map.in_family(fam, base_name(k))}
             total, keys = _sum(counters, names)
             if not keys:
                 missing(limit, "no discard counters" if limit == "discards_per_mpkt" else "no out-of-buffer counters")
@@ -440,12 +453,15 @@ def families(counters: Mapping[str, int]) -> dict[str, int | None]:
         if keys:
             out[family] = total
 
-    add("pause_us", {n for n in names if _PAUSE_DURATION.match(n)})
-    add("pause_frames", {n for n in names if any(p.match(n) for p in _PAUSE_FRAMES)})
-    add("ecn", {n for n in names if n in ECN or (n.endswith("_marked") and not _PER_QUEUE.search(n))})
-    add("retrans", {n for n in names if n in RETRANS})
-    add("discards", {n for n in names if _DISCARD.search(n) and not _PER_QUEUE.search(n)})
-    add("out_of_buffer", {n for n in names if _BUFFER.search(n) and not _PER_QUEUE.search(n)})
+    mapped = {n: (counter_map.pause_slot(n), {r.family for r in counter_map.family_of(n)}) for n in names}
+    add("pause_us", {n for n in names if _PAUSE_DURATION.match(n) or "pause_us" in mapped[n][1]})
+    add("pause_frames", {n for n in names if any(p.match(n) for p in _PAUSE_FRAMES) or "pause_frames" in mapped[n][1]})
+    add("ecn", {n for n in names if n in ECN or (n.endswith("_marked") and not _PER_QUEUE.search(n))
+                or "ecn" in mapped[n][1]})
+    add("retrans", {n for n in names if n in RETRANS or "retrans" in mapped[n][1]})
+    add("discards", {n for n in names if (_DISCARD.search(n) and not _PER_QUEUE.search(n)) or "discards" in mapped[n][1]})
+    add("out_of_buffer", {n for n in names if (_BUFFER.search(n) and not _PER_QUEUE.search(n))
+                          or "out_of_buffer" in mapped[n][1]})
     add("symbol_errors", {n for n in names if _SYMBOL.match(n)})
     add("fec_uncorrected", {n for n in names if _FEC_UNCORRECTED.search(n)})
     add("pcie_errors", {n for n in names if _PCIE_ERRORS.match(n)})

@@ -42,8 +42,24 @@ _OFI_NO_GDR = re.compile(r"NCCL INFO NET/OFI .*disabling GDR")
 _WARN = re.compile(r"NCCL WARN (.*?)\s*$")
 
 # what a suite may write for ``require_network`` -> names NCCL logs for it
-_NETWORK_ALIASES = {"ib": ("ib", "ibext"), "socket": ("socket",), "ofi": ("aws libfabric", "ofi"),
-                    "efa": ("aws libfabric", "ofi")}
+_NETWORK_ALIASES = {"ib": ("ib", "ibext"), "socket": ("socket",), "ofi": ("aws libfabric", "libfabric", "ofi"),
+                    "efa": ("aws libfabric", "libfabric", "ofi"), "anp": ("rccl-anp",)}
+
+#: Network plugins that carry NCCL/RCCL over RDMA, by the name NCCL logs for them (the plugin's
+#: ``ncclNet.name``: ``Using network <name>``, channels ``via NET/<name>/<dev>[/GDRDMA]``), each
+#: with what it is and the document that names it (docs/collectives.md, "Network plugins").
+#: ``require_network: IB`` (the default on RDMA rails) accepts them when their channels show
+#: GPUDirect RDMA; a fallback to sockets still fails.
+RDMA_PLUGINS: dict[str, tuple[str, str]] = {
+    "rccl-anp": ("AMD's AI-NIC network plugin (ANP, librccl-anp.so) for Pensando Pollara",
+                 "github.com/ROCm/amd-anp: README.md; src/net_ib.cc declares .name = \"RCCL-ANP\""),
+    "aws libfabric": ("AWS's OFI plugin (aws-ofi-nccl / aws-ofi-rccl) over libfabric",
+                      "github.com/aws/aws-ofi-nccl README.md"),
+    "libfabric": ("AWS's OFI plugin (aws-ofi-nccl 1.14 and later) over libfabric",
+                  "github.com/aws/aws-ofi-nccl README.md"),
+    "gib": ("Google's gIB NCCL plugin (RoCE on A3 Ultra / A4)",
+            "cloud.google.com/ai-hypercomputer/docs/nccl/configure-nccl-gib"),
+}
 
 
 def _devices_ib(text: str) -> list[dict[str, Any]]:
@@ -152,12 +168,21 @@ def hcas_used(text: str) -> tuple[list[str], list[str]]:
             names = [f"{d['name']}:{d['port']}" for d in _devices_ib(m.group(1))]
             by_rank[rank.rsplit(":", 1)[0]] = names
             opened += [n for n in names if n not in opened]
-        elif (m := _CHANNEL_NET.search(line)) and m.group(1).lower().startswith("ib"):
+        elif (m := _CHANNEL_NET.search(line)) and (m.group(1).lower().startswith("ib") or rdma_plugin(m.group(1))):
             names = by_rank.get(rank.rsplit(":", 1)[0], [])
             idx = int(m.group(2))
             if idx < len(names) and names[idx] not in used:
                 used.append(names[idx])
     return opened, used
+
+
+def rdma_plugin(used: str | None) -> tuple[str, str, str] | None:
+    """(name as logged, what it is, its document) when ``used`` is a known RDMA network plugin."""
+    got = (used or "").strip().lower()
+    for name, (what, doc) in RDMA_PLUGINS.items():
+        if got == name or got.startswith(name + "_"):
+            return str(used), what, doc
+    return None
 
 
 def network_matches(required: str, used: str | None) -> bool:

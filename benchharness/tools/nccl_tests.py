@@ -30,7 +30,7 @@ from benchharness.tools.mpi_launch import (
     mgmt_netdevs,
     rdma_devices,
 )
-from benchharness.tools.nccl_debug import hcas_used, network_matches, parse_nccl_debug
+from benchharness.tools.nccl_debug import hcas_used, network_matches, parse_nccl_debug, rdma_plugin
 from benchharness.tools.nccl_parse import NcclRun, parse_nccl_tests, with_nranks
 
 GPU_COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce",
@@ -160,6 +160,11 @@ def fabric_env(hosts: Sequence[Host], p: Mapping[str, Any]) -> dict[str, object]
         raise ValueError(f"rails disagree on traffic_class ({sorted(tcs)}); NCCL_IB_TC is one value for all")
     if p["ib_sl"] is not None:
         env["NCCL_IB_SL"] = p["ib_sl"]
+    plugins = {str(h.var("nccl_net_plugin")) for h in hosts if h.var("nccl_net_plugin")}
+    if len(plugins) > 1:
+        raise ValueError(f"hosts disagree on nccl_net_plugin ({sorted(plugins)}); NCCL_NET_PLUGIN is one value for all")
+    if plugins:  # e.g. AMD's ANP for Pollara rails (docs/collectives.md, "Network plugins")
+        env["NCCL_NET_PLUGIN"] = plugins.pop()
     return env
 
 
@@ -320,23 +325,38 @@ class NcclTests:
         extra: Record = {"backend": self.name, "nccl_network": debug["network"], "nccl_gdr": debug["gdr"]}
         summary_extra = {"nccl_devices": debug["devices"], "nccl_channels": debug["channels"],
                          "nccl_version": debug["nccl_version"], "nccl_socket_fallback": debug["socket_fallback"],
-                         "nccl_warnings": debug["warnings"]}
+                         "nccl_warnings": debug["warnings"],
+                         "nccl_plugin": (lambda pl: f"{pl[0]}: {pl[1]} ({pl[2]})" if pl else None)(
+                             rdma_plugin(debug["network"]))}
         records = [dict(r, **summary_extra) if r.get("kind") == "footer" else r for r in run.all_records()]
         return _finish(step, res, records + _iteration_records(step, res, p, self.name), extra)
 
     @staticmethod
-    def check_transport(p: Mapping[str, Any], debug: Mapping[str, Any]) -> None:
-        """ToolFailure('transport_mismatch') when NCCL's network or GPUDirect RDMA is not what the suite asks."""
+    def check_transport(p: Mapping[str, Any], debug: Mapping[str, Any]) -> str | None:
+        """ToolFailure('transport_mismatch') when NCCL's network or GPUDirect RDMA is not what the suite asks.
+
+        ``require_network: IB`` also accepts a known RDMA network plugin (``nccl_debug.RDMA_PLUGINS``:
+        AMD's ANP for Pollara, AWS's OFI plugin, Google's gIB) whose channels show GPUDirect RDMA;
+        the returned note names it and its document. A fallback to sockets still fails.
+        """
         want, used = p.get("require_network"), debug.get("network")
+        plugin = rdma_plugin(used)
+        note = f"NCCL used {plugin[0]}: {plugin[1]} ({plugin[2]})" if plugin else None
         if want and not network_matches(want, used):
-            why = " (fell back from IB)" if debug.get("socket_fallback") else ""
-            raise ToolFailure("transport_mismatch", f"NCCL used {used or 'an unknown network'}{why}, "
-                              f"suite requires {want}")
+            if plugin and str(want).strip().lower() in ("ib", "rdma"):
+                if debug.get("gdr") is not True:
+                    raise ToolFailure("transport_mismatch", f"{note}, but its channels show no GPUDirect RDMA "
+                                      f"(no /GDRDMA); suite requires {want} with GPUDirect RDMA")
+            else:
+                why = " (fell back from IB)" if debug.get("socket_fallback") else ""
+                raise ToolFailure("transport_mismatch", f"NCCL used {used or 'an unknown network'}{why}, "
+                                  f"suite requires {want}")
         gdr = p.get("require_gdr")
         if gdr is not None and debug.get("gdr") is not gdr:
             got = {True: "used", False: "did not use", None: "did not log"}[debug.get("gdr")]
             raise ToolFailure("transport_mismatch", f"NCCL {got} GPUDirect RDMA, suite requires "
-                              f"require_gdr={str(gdr).lower()}")
+                              f"require_gdr={str(gdr).lower()}" + (f" ({note})" if note else ""))
+        return note
 
     @staticmethod
     def check_hcas(listed: str, text: str) -> None:
