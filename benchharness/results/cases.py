@@ -16,7 +16,7 @@ from benchharness.core.values import SIZE_PARAMS
 
 #: Per-row labels that tell cases of one test apart (besides the suite's swept parameters).
 ROW_LABELS = ("size_bytes", "direction", "placement", "collective", "protocol", "bidir", "streams",
-              "perftest_test", "ucx_test", "rail", "nhosts", "nranks")
+              "perftest_test", "ucx_test", "rail", "nhosts", "nranks", "nccl_algo")
 #: Labels every sample carries that name the test itself (constant within a test).
 TEST_LABELS = ("test", "tool", "pattern")
 #: Labels that tell repetitions apart; never part of a case.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import posixpath
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -55,8 +56,13 @@ PARAMS: dict[str, Any] = {
     "check": 1, "redop": None, "datatype": None, "blocking": None, "cudagraph": None, "gpus_per_proc": 1,
     "procs_per_host": None, "env": {}, "nccl_debug": False, "require_network": None, "require_gdr": None,
     "binary_dir": None, "timeout": 900, "ib_tc": None, "ib_sl": None, "cpu_maxbytes": "16M",
-    "per_iteration": False,
+    "per_iteration": False, "nccl_algo": None,
 }
+#: ``nccl_algo``: ``default`` (what NCCL picks as deployed: Tree/NVLS may carry more than the
+#: NICs between two nodes) or the NCCL_ALGO value to force, ``Ring`` for the NIC curve (NCCL's
+#: maintainers' advice for benchmarking the network: github.com/NVIDIA/nccl-tests/issues/196).
+ALGO_DEFAULT = "default"
+_ALGO = re.compile(r"^\^?[A-Za-z]+(?:,[A-Za-z]+)*$")
 _FLAGS = (("minbytes", "-b"), ("maxbytes", "-e"), ("stepfactor", "-f"), ("iters", "-n"), ("warmup", "-w"),
           ("check", "-c"), ("redop", "-o"), ("datatype", "-d"), ("blocking", "-z"), ("cudagraph", "-G"))
 
@@ -106,6 +112,10 @@ def check_collective_params(params: Mapping[str, Any], ops: Sequence[str] = GPU_
         raise ValueError("require_gdr: must be true, false or any")
     if p["require_network"] is not None and not isinstance(p["require_network"], str):
         raise ValueError("require_network: must be a name such as IB, Socket or OFI (or any)")
+    algo = p["nccl_algo"]
+    if algo is not None and (not isinstance(algo, str) or (algo != ALGO_DEFAULT and not _ALGO.match(algo))):
+        raise ValueError(f"nccl_algo: must be {ALGO_DEFAULT} or an NCCL_ALGO value such as Ring or Tree,Ring, "
+                         f"not {algo!r}")
 
 
 def requirements(p: Mapping[str, Any], hosts: Sequence[Host]) -> dict[str, Any]:
@@ -268,7 +278,8 @@ class NcclTests:
 
     def env(self, p: Mapping[str, Any], hosts: Sequence[Host] = ()) -> dict[str, object]:
         """The ranks' environment: the fabric from the inventory, NCCL_DEBUG for checks, the suite's ``env`` last."""
-        env: dict[str, object] = {**fabric_env(hosts, p), **dict(p["env"])}
+        algo = {"NCCL_ALGO": p["nccl_algo"]} if p["nccl_algo"] not in (None, ALGO_DEFAULT) else {}
+        env: dict[str, object] = {**fabric_env(hosts, p), **algo, **dict(p["env"])}
         if p["nccl_debug"] or p["require_network"] or p["require_gdr"] is not None:
             env.setdefault("NCCL_DEBUG", "INFO")
             env.setdefault("NCCL_DEBUG_SUBSYS", "INIT,NET")
@@ -315,14 +326,16 @@ class NcclTests:
             except ToolFailure as exc:
                 raise ToolFailure(exc.kind, f"step {step.id} on {res.command.host.name}: {exc}") from exc
         debug = parse_nccl_debug(f"{res.stdout}\n{res.stderr}")
+        algo = str(self.env(p, step.hosts).get("NCCL_ALGO") or ALGO_DEFAULT)  # which curve this is
         run = _parse(step, res, p["op"], {"backend": self.name, "nccl_network": debug["network"],
-                                          "nccl_gdr": debug["gdr"]})
+                                          "nccl_gdr": debug["gdr"], "nccl_algo": algo})
         try:
             self.check_transport(p, debug)
             self.check_hcas(str(self.env(p, step.hosts).get("NCCL_IB_HCA") or ""), f"{res.stdout}\n{res.stderr}")
         except ToolFailure as exc:
             raise ToolFailure(exc.kind, f"step {step.id} on {res.command.host.name}: {exc}") from exc
-        extra: Record = {"backend": self.name, "nccl_network": debug["network"], "nccl_gdr": debug["gdr"]}
+        extra: Record = {"backend": self.name, "nccl_network": debug["network"], "nccl_gdr": debug["gdr"],
+                         "nccl_algo": algo}
         summary_extra = {"nccl_devices": debug["devices"], "nccl_channels": debug["channels"],
                          "nccl_version": debug["nccl_version"], "nccl_socket_fallback": debug["socket_fallback"],
                          "nccl_warnings": debug["warnings"],
