@@ -151,7 +151,7 @@ def test_missing_tool_is_tool_missing(flab: LabInfo, tmp_path: Path, no_leftover
     """Per-host tool paths are common on clusters; a wrong one must say so, not "no results"."""
     inv = inventory_with(flab, tmp_path, extra_vars="mpirun=/opt/nowhere/bin/mpirun")
     out = tmp_path / "run"
-    res = bench("run", "suite=allreduce", f"hosts={inv}", "maxbytes=1K", "repeat=1", *QUIET, f"out={out}")
+    res = bench("run", "suite=allreduce", f"hosts={inv}", "maxbytes=1K", "repeat=1", "nccl_algo=default", *QUIET, f"out={out}")
     assert res.returncode == 3, res.stdout + res.stderr
     (failure,) = RunDir(out).run_info()["failures"]
     assert failure["kind"] == "tool_missing"
