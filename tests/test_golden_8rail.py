@@ -1,11 +1,12 @@
-"""`bench plan` of every shipped suite on the two 8-rail GPU-node inventories (DGX B200 on
-InfiniBand, MI300X on RoCE), INI and YAML, kept as golden text under tests/fixtures/golden/8rail/
+"""`bench plan` of every shipped suite on the 8-rail GPU-node inventories (DGX B200 on
+InfiniBand, MI300X with Broadcom Thor2 and with AMD Pollara on RoCE), INI and YAML, kept as golden text under tests/fixtures/golden/8rail/
 (BENCH_UPDATE_GOLDEN=1 rewrites them), and rule checks over the planned command lines:
 
 * every rail's NIC is used (all eight RDMA devices on perftest/UCX lines, all eight addresses on
   iperf3 lines); latency tests run one rail per round;
 * InfiniBand rails get no GID index (perftest ``-x``, ``NCCL_IB_GID_INDEX``, ``UCX_IB_GID_INDEX``),
   RoCE rails get theirs and the traffic class (``--tclass``, ``NCCL_IB_TC``); ``-F`` on perftest;
+* RCCL on Pollara loads AMD's network plugin (``NCCL_NET_PLUGIN=librccl-anp.so``), nothing else does;
 * MPI ranks run on their GPU's NUMA node (``--map-by ppr:4:numa --bind-to numa``; Slurm
   ``--distribution=block:block``); no path of the controller (its home, /root) on a remote line;
 * GPU collectives reach 8G.
@@ -30,7 +31,7 @@ from benchharness.tools import get_tool
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = Path(__file__).parent / "fixtures" / "golden" / "8rail"
-NODES = {"dgx-b200-8rail": "infiniband", "mi300x-8rail": "roce"}
+NODES = {"dgx-b200-8rail": "infiniband", "mi300x-8rail": "roce", "mi300x-pollara-8rail": "roce"}
 SUITES = [name for name, _ in list_suites() if (ROOT / "suites" / f"{name}.yaml").is_file()]
 LATENCY = re.compile(r"(^ib_\w+_lat$)|(_lat$)")
 
@@ -89,6 +90,8 @@ def test_plan_rules(suite: str, node: str) -> None:
     devices = {r.rdma_dev for r in hosts[0].rails}
     addresses = {r.data_ip for h in hosts for r in h.rails}
     roce = NODES[node] == "roce"
+    gid = str(hosts[0].rails[0].gid_index)
+    plugin = hosts[0].var("nccl_net_plugin")
     forbidden = [str(Path.home()), "/root/", "~/"]
     per_test: dict[str, dict[str, set[str]]] = {}
     for step, cmd in commands(plan):
@@ -100,7 +103,7 @@ def test_plan_rules(suite: str, node: str) -> None:
         if tool_name:
             assert "-F" in argv
             seen["dev"].add(str(_value(argv, "-d")))
-            assert ("-x" in argv) is roce and (_value(argv, "-x") == "3" if roce else True)
+            assert ("-x" in argv) is roce and (_value(argv, "-x") == gid if roce else True)
             assert ("--tclass=104" in argv) is roce
         if "UCX_NET_DEVICES" in env and "ucx_perftest" in argv:
             seen["dev"].add(env["UCX_NET_DEVICES"].split(":")[0])
@@ -115,6 +118,7 @@ def test_plan_rules(suite: str, node: str) -> None:
             else:
                 assert _value(argv, "--map-by") == "ppr:4:numa" and _value(argv, "--bind-to") == "numa"
             assert ("NCCL_IB_GID_INDEX" in env) is roce and (env.get("NCCL_IB_TC") == "104") is roce
+            assert env.get("NCCL_IB_GID_INDEX", gid) == gid and env.get("NCCL_NET_PLUGIN") == plugin
             assert env["NCCL_IB_HCA"].lstrip("=").count(":1") == 8
             top = parse_size(str(step.params["maxbytes"]))
             low, factor = int(_value(argv, "-b") or 0), int(_value(argv, "-f") or 2)

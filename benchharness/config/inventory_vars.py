@@ -99,6 +99,8 @@ BENCH_VARS: dict[str, tuple[Callable[[Any], Any], Callable[[Any], bool], str]] =
     "telemetry_cpu_cgroup": (_to_str, bool, "a cgroup directory (the host's CPU time: a container, a lab host)"),
     "link_layer": (_to_link_layer, bool, "InfiniBand or Ethernet"),
     "traffic_class": (_to_int, lambda x: 0 <= x <= 255, "an integer 0..255"),
+    # RCCL/NCCL network plugin (NCCL_NET_PLUGIN), e.g. librccl-anp.so for AMD Pollara (docs/collectives.md)
+    "nccl_net_plugin": (_to_str, bool, "a network plugin name or library (NCCL_NET_PLUGIN)"),
     "launch_ssh_key": (_to_str, bool, "a path on the launch node"),
     "iperf3_version": (_to_version, bool, 'a quoted version such as "3.16" (unquoted, 3.20 reads as 3.2)'),
     "launch_known_hosts": (_to_str, bool, "a path on the launch node"),
