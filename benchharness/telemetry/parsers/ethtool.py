@@ -1,6 +1,7 @@
 """``ethtool DEV`` (link settings), ``-i`` (driver info), ``-S`` (statistics), and the NIC's
 configuration: ``-k`` (offloads), ``-l`` (channels), ``-x`` (RSS indirection table, key and hash
-function), ``-g`` (rings) and ``-c`` (interrupt coalescing)."""
+function), ``-n ... rx-flow-hash`` (the header fields RSS hashes per flow type), ``-g`` (rings) and
+``-c`` (interrupt coalescing)."""
 
 from __future__ import annotations
 
@@ -203,6 +204,49 @@ def parse_rss(text: str) -> dict[str, Any]:
     return out
 
 
+#: ``ethtool -n DEV rx-flow-hash TYPE``: the flow type's heading -> ethtool's name for it
+FLOW_TYPES = {"TCP over IPV4": "tcp4", "UDP over IPV4": "udp4", "SCTP over IPV4": "sctp4",
+              "IPSEC AH/ESP over IPV4": "ah4", "TCP over IPV6": "tcp6", "UDP over IPV6": "udp6",
+              "SCTP over IPV6": "sctp6", "IPSEC AH/ESP over IPV6": "ah6"}
+#: each field line ethtool prints (``unparse_rxfhashopts``) -> its letter in ``ethtool -N ... rx-flow-hash``
+HASH_FIELDS = {"L2DA": "m", "VLAN tag": "v", "L3 proto": "t", "IP SA": "s", "IP DA": "d",
+               "L4 bytes 0 & 1 [TCP/UDP src port]": "f", "L4 bytes 2 & 3 [TCP/UDP dst port]": "n",
+               "GTP TEID": "e"}
+_LETTER_ORDER = "mvtsdfne"
+
+
+def parse_rx_flow_hash(text: str) -> dict[str, Any]:
+    """``ethtool -n DEV rx-flow-hash tcp4|udp4|tcp6|udp6``: per flow type, the header fields its RSS
+    hash uses, their ``ethtool -N`` letters (``sdfn``: IP SA, IP DA, L4 bytes 0-1 and 2-3, the
+    ports), and ``l4`` (whether the ports take part). ``None`` (no field) and ``All matching flows
+    discarded on RX`` read as no fields; a field line ethtool added later is kept as ``?``."""
+    out: dict[str, Any] = {}
+    current: dict[str, Any] | None = None
+    for line in clean_text(text).splitlines():
+        stripped = line.strip()
+        m = re.match(r"^(.+? flows)(?: use these fields for computing Hash flow key:| - All matching flows "
+                     r"discarded on RX)\s*$", stripped)
+        if m:
+            name = m.group(1).removesuffix(" flows")
+            current = {"flow_type": FLOW_TYPES.get(name, name), "fields": [], "letters": "",
+                       "discard": "discarded" in stripped, "l4": False}
+            out[current["flow_type"]] = current
+            continue
+        if current is None or not stripped or stripped.startswith(("#", "$", "ethtool ", "For RSS context")):
+            continue
+        if stripped == "None":
+            continue
+        if stripped in HASH_FIELDS or re.match(r"^[A-Z][\w ]+( \[[\w/ ]+\])?$", stripped):
+            current["fields"].append(stripped)
+        else:
+            current = None  # anything else ends the block (a prompt, the next command)
+    for entry in out.values():
+        letters = [HASH_FIELDS.get(f, "?") for f in entry["fields"]]
+        entry["letters"] = "".join(sorted(letters, key=lambda c: _LETTER_ORDER.find(c) if c in _LETTER_ORDER else len(_LETTER_ORDER)))
+        entry["l4"] = "f" in letters and "n" in letters
+    return out
+
+
 PARSERS = {"ethtool": parse_settings, "ethtool-i": parse_driver_info, "ethtool-S": parse_stats,
            "ethtool-k": parse_features, "ethtool-l": parse_channels, "ethtool-x": parse_rss,
-           "ethtool-g": parse_rings, "ethtool-c": parse_coalesce}
+           "ethtool-g": parse_rings, "ethtool-c": parse_coalesce, "ethtool-rx-flow-hash": parse_rx_flow_hash}
