@@ -260,9 +260,15 @@ def _equivalence(text: str | None) -> float:
 
 
 def cmd_parse(ns: argparse.Namespace) -> int:
-    from benchharness.cli.parsers import get_parser
+    from benchharness.cli.parsers import describe, get_parser, is_empty
     from benchharness.core.errors import ToolFailure
 
+    if ns.list:
+        for name, reads in describe().items():
+            print(f"{name:22} {reads}")
+        return 0
+    if not ns.tool or not ns.file:
+        raise UsageError("bench parse needs a parser name and a file (or -); `bench parse --list` names them")
     parser = get_parser(ns.tool)
     try:
         if ns.file == "-":
@@ -279,8 +285,50 @@ def cmd_parse(ns: argparse.Namespace) -> int:
             print(json.dumps(exc.records, indent=2, default=str))
         print(f"bench parse {ns.tool} {ns.file}: {exc.kind}: {exc.message}", file=sys.stderr)
         return exc.exit_code
+    except ValueError as exc:  # a parser that says why it refuses the text
+        print(f"bench parse {ns.tool} {ns.file}: unreadable: {exc}", file=sys.stderr)
+        return 3
     print(json.dumps(data, indent=2, default=str))
+    if is_empty(data) and text.strip():
+        print(f"bench parse {ns.tool} {ns.file}: nothing read: no line of it is {ns.tool} output "
+              f"(see `bench parse --list` for the parser that reads it)", file=sys.stderr)
+        return 3
     return 0
+
+
+def cmd_health(ns: argparse.Namespace) -> int:
+    from benchharness.cli.health import limits_from
+    from benchharness.telemetry.health import LABELS
+    from benchharness.telemetry.pasted_health import judge_pasted, read_snapshot
+
+    files = [a for a in ns.args if "=" not in a]
+    kv = parse_kv([a for a in ns.args if "=" in a])
+    if len(files) != 2:
+        raise UsageError("bench health needs two snapshot files, BEFORE and AFTER, and seconds=N")
+    seconds = _positive(_require(kv, "seconds", "health"), "seconds")
+    speed = _positive(kv["speed_gbps"], "speed_gbps") if kv.get("speed_gbps") else None
+    limits = limits_from(kv)
+    snaps = []
+    for name in files:
+        try:
+            with open(name, encoding="utf-8", errors="replace") as fh:
+                snaps.append(read_snapshot(fh.read(), name))
+        except OSError as exc:
+            raise UsageError(f"cannot read {name}: {exc.strerror}") from exc
+    verdicts = judge_pasted(snaps[0], snaps[1], seconds=seconds, limits=limits, speed_gbps=speed)
+    for v in verdicts:
+        print(f"{v.judged.status.upper():5} {v.obj or 'host':12} {LABELS[v.judged.limit]}: {v.judged.message}")
+    return 1 if any(v.judged.status == "fail" for v in verdicts) else 0
+
+
+def _positive(text: str, key: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not value > 0:
+        raise UsageError(f"{key}={text!r}: expected a positive number")
+    return value
 
 
 def cmd_doctor(ns: argparse.Namespace) -> int:
@@ -451,9 +499,19 @@ def build_parser() -> argparse.ArgumentParser:
         "2%%) are 'equivalent'; too few repetitions say 'not enough repetitions to decide'.\n\n"
         "example:\n  bench compare 20261130-nic-a 20261130-nic-b out=vendor-a-vs-b.html"
         ).add_argument("runs", nargs="+", metavar="RUN")
-    p = add("parse", cmd_parse, "parse a saved tool or command output and print its records as JSON")
-    p.add_argument("tool", help="parser name (iperf3, perftest, nccl-tests, lspci, ...)")
-    p.add_argument("file", help="file to parse, or - for standard input")
+    p = add("parse", cmd_parse, "parse a saved tool or command output and print its records as JSON",
+            "exit 3 when the output is of a form the parser knows but cannot read (the line is named), or\n"
+            "when a non-empty file gives nothing; `bench parse --list` names each parser and what it reads")
+    p.add_argument("tool", nargs="?", help="parser name (iperf3, perftest, nccl-tests, lspci, ...)")
+    p.add_argument("file", nargs="?", help="file to parse, or - for standard input")
+    p.add_argument("--list", action="store_true", help="name every parser with the commands and versions it reads")
+    add("health", cmd_health, "judge two pasted counter snapshots (before, after) as a run judges a step",
+        "arguments: BEFORE AFTER seconds=N [speed_gbps=G] [suite=acceptance] [test=NAME] [LIMIT=VALUE ...]\n\n"
+        "Each file may hold ethtool -S, rdma statistic show, perfquery, a hw_counters listing, netstat -s\n"
+        "or nstat, or sysfs grep lines. Limits: the suite's health: block (default acceptance), LIMIT=VALUE\n"
+        "over it (pause_share=5%% retrans_per_mpkt=100 ...). Exit 1 when a verdict fails, 3 when a file\n"
+        "cannot be read.\n\nexample:\n  bench health before.txt after.txt seconds=60 speed_gbps=400"
+        ).add_argument("args", nargs="*", metavar="FILE|KEY=VALUE")
     add("doctor", cmd_doctor, "probe hosts and run the preflight checks: PCIe, NUMA, MTU, link, tools, "
         "governor, temperatures, GPU-NIC topology",
         "arguments: hosts=INVENTORY [limit=PATTERN] [out=FILE.json] [ping=true]\n"

@@ -19,7 +19,7 @@ from benchharness.core.errors import UsageError
 Parser = Callable[[str], Any]
 
 
-def _module_parsers(package: str) -> dict[str, Parser]:
+def _module_parsers(package: str, reads: dict[str, str] | None = None) -> dict[str, Parser]:
     found: dict[str, Parser] = {}
     try:
         pkg = importlib.import_module(package)
@@ -30,6 +30,8 @@ def _module_parsers(package: str) -> dict[str, Parser]:
             continue
         module = importlib.import_module(f"{package}.{info.name}")
         found.update(getattr(module, "PARSERS", {}))
+        if reads is not None:
+            reads.update(getattr(module, "READS", {}))
     return found
 
 
@@ -42,7 +44,43 @@ def registry() -> dict[str, Parser]:
     found.update(_module_parsers("benchharness.tools"))
     found.update(_module_parsers("benchharness.telemetry.parsers"))
     found.update(_module_parsers("benchharness.analysis"))
+    found.update(_module_parsers("benchharness.telemetry"))
     return found
+
+
+@cache
+def describe() -> dict[str, str]:
+    """Each parser's name -> the commands and versions it reads (a module's ``READS``), else the
+    first line of its docstring."""
+    reads: dict[str, str] = {}
+    for package in ("benchharness.tools", "benchharness.telemetry.parsers", "benchharness.analysis",
+                    "benchharness.telemetry"):
+        _module_parsers(package, reads)
+    from benchharness.tools import registry as tools
+
+    out = {}
+    adapters = tools()
+    for name, fn in sorted(registry().items()):
+        if name not in reads and name in adapters:
+            facts = [f for f in getattr(adapters[name], "requirements", ()) or () if f.name != "numactl"]
+            module = importlib.import_module(fn.__module__)
+            doc = (module.__doc__ or fn.__doc__ or "").strip().splitlines()
+            versions = ", ".join(f"{f.name} {f.min_version}+" if f.min_version else f.name for f in facts)
+            reads[name] = (doc[0] if doc else name) + (f" [{versions}]" if versions else "")
+        doc = (fn.__doc__ or "").strip().splitlines()
+        out[name] = reads.get(name) or (doc[0] if doc else fn.__module__)
+    return out
+
+
+def is_empty(data: Any) -> bool:
+    """True when a parse found nothing: no records, or only empty containers (``{"ports": []}``)."""
+    if data is None:
+        return True
+    if isinstance(data, dict):
+        return all(is_empty(v) if isinstance(v, dict | list) else v is None for v in data.values())
+    if isinstance(data, list | tuple):
+        return len(data) == 0
+    return False
 
 
 def get_parser(name: str) -> Parser:

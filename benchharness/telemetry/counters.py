@@ -19,7 +19,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from benchharness.core.values import as_list
-from benchharness.telemetry.parsers._counter_names import base_name, highlights
+from benchharness.telemetry.parsers._counter_names import ECN_CNP, base_name, highlights
+from benchharness.telemetry.parsers._counter_names import RETRANSMISSION as RETRANS_NAMES
 
 #: IB PortCounters that are 32 bits wide when the HCA lacks PortCountersExtended (old kernels and
 #: HCAs); the IBA spec makes them saturate at all ones, some drivers let them wrap.
@@ -61,22 +62,53 @@ def snapshot_commands(vars: Mapping[str, Any], sampler_path: str | None = None,
 
 _SYS_NET = re.compile(r"^/sys/class/net/([^/]+)/statistics/([^/:]+):(-?\d+)$")
 _SYS_IB = re.compile(r"^/sys/class/infiniband/([^/]+)/ports/(\d+)/(counters|hw_counters)/([^/:]+):(-?\d+)$")
+_REL_IB = re.compile(r"^(?:\S*/)?(counters|hw_counters)/([^/:\s]+):\s*(-?\d+)$")
+_PORT_HEAD = re.compile(r"^Port (\d+) (hw )?counters:\s*$", re.IGNORECASE)
+_NAME_VALUE = re.compile(r"^(\s*)(\S.*?):\s*(-?\d+)\s*$")
+#: RDMA ``hw_counters`` names (mlx5 q/cong counters, and the retransmission / ECN names the health
+#: judge reads): a ``name: value`` listing mostly of these is a hw_counters directory, not ethtool -S.
+_HW_NAME = re.compile(r"^(?:rx_(?:write|read|atomic)_requests|rx_dct_connect|out_of_(?:buffer|sequence)|"
+                      r"duplicate_request|rnr_nak_retry_err|packet_seq_err|implied_nak_seq_err|"
+                      r"local_ack_timeout_err|resp_\w+|req_\w+|rp_cnp_\w+|np_\w+|roce_\w+|"
+                      r"rx_icrc_encapsulated|lifespan)$")
+
+
+def _hw_listing(rows: list[tuple[str, str, int, str, str | None]]) -> bool:
+    names = [name for indent, name, _v, _p, kind in rows if not indent and kind is None]
+    hits = sum(1 for n in names if _HW_NAME.match(n) or n in RETRANS_NAMES or n in ECN_CNP)
+    return bool(names) and hits * 2 >= len(names)
 
 
 def parse_snapshot(text: str, netdev: str | None = None) -> dict[str, int]:
-    """Counters from a sampler ``--snapshot`` JSON document or from ``snapshot_commands`` output.
+    """Counters from a sampler ``--snapshot`` JSON document, from ``snapshot_commands`` output, or
+    from what an operator pastes: ``ethtool -S``, ``rdma statistic show``, ``perfquery``, a
+    ``hw_counters`` directory listed as ``name: value`` (``show_counters``, ``grep . *``), ``netstat
+    -s`` / ``nstat``, each read by its one parser (``telemetry/parsers``), in one text or several.
 
     ``ethtool -S`` output does not name its interface: ``netdev`` names it, else the single netdev
-    of the sysfs lines in the same text, else ``-``.
+    of the sysfs lines in the same text, else ``-``. Raises ToolFailure (``unreadable``) for an
+    output of a known form that cannot be read.
     """
+    from benchharness.telemetry.parsers import netstat, perfquery, rdma
+    from benchharness.telemetry.parsers._common import undecorate
+
     stripped = text.strip()
     if stripped.startswith("{"):
         data = json.loads(stripped)
         return {k: int(v) for k, v in (data.get("counters") or {}).items()}
+    lines = undecorate(text, keep=re.compile(r"^#\s*Port (?:extended )?counters:|^#kernel$")).split("\n")
     counters: dict[str, int] = {}
-    ethtool: dict[str, int] = {}
+    used: set[int] = set()
+    for reader in (rdma.counters_of, perfquery.counters_of, netstat.counters_of):
+        found, lines_read = reader([line if i not in used else "" for i, line in enumerate(lines)])
+        counters.update(found)
+        used |= lines_read
     seen_netdevs: set[str] = set()
-    for line in text.splitlines():
+    rows: list[tuple[str, str, int, str, str | None]] = []  # indent, name, value, port, section kind
+    port, kind = "-", None
+    for i, line in enumerate(lines):
+        if i in used:
+            continue
         m = _SYS_NET.match(line.strip())
         if m:
             seen_netdevs.add(m.group(1))
@@ -87,11 +119,35 @@ def parse_snapshot(text: str, netdev: str | None = None) -> dict[str, int]:
             prefix = "ib" if m.group(3) == "counters" else "ib_hw"
             counters[f"{prefix}:{m.group(1)}/{m.group(2)}:{m.group(4)}"] = int(m.group(5))
             continue
-        m = re.match(r"^\s+(\S.*?):\s+(-?\d+)\s*$", line)
+        m = _REL_IB.match(line.strip())
         if m:
-            ethtool[m.group(1)] = int(m.group(2))
+            prefix = "ib" if m.group(1) == "counters" else "ib_hw"
+            counters[f"{prefix}:-/{port}:{m.group(2)}"] = int(m.group(3))
+            continue
+        m = _PORT_HEAD.match(line.strip())
+        if m:  # mlnx-tools show_counters: "Port 1 counters:" / "Port 1 hw counters:"
+            port, kind = m.group(1), ("hw" if m.group(2) else "port")
+            continue
+        m = _NAME_VALUE.match(line)
+        if m and (m.group(1) or " " not in m.group(2).strip()):
+            rows.append((m.group(1), m.group(2).strip(), int(m.group(3)), port, kind))
+    hw = _hw_listing(rows)
     owner = netdev or (next(iter(seen_netdevs)) if len(seen_netdevs) == 1 else "-")
-    counters.update({f"ethtool:{owner}:{k}": v for k, v in ethtool.items()})
+    for indent, name, value, at, section in rows:
+        if section == "port":
+            counters[f"ib:-/{at}:{name}"] = value
+        elif section == "hw" or (hw and not indent):
+            counters[f"ib_hw:-/{at}:{name}"] = value
+        else:
+            counters[f"ethtool:{owner}:{name}"] = value
+    if not counters:
+        heads = sorted(used) + [i for i, line in enumerate(lines) if _PORT_HEAD.match(line.strip())
+                                or line.strip() == "NIC statistics:"]
+        if heads:
+            from benchharness.telemetry.parsers._common import unreadable
+
+            first = min(heads)
+            raise unreadable(first + 1, lines[first], "a counters listing without any counter")
     return counters
 
 

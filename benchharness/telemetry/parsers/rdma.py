@@ -166,9 +166,11 @@ def _pairs(pieces: list[tuple[str, bool, int]]) -> tuple[dict[str, Any], list[tu
     return fields, problems
 
 
-def _text_records(text: str) -> list[tuple[int, str, dict[str, Any]]]:
-    """``(line number, header line, fields)`` per ``link DEV/PORT ...`` record of ``rdma`` text."""
+def _text_records(text: str, spans: list[tuple[int, int]] | None = None) -> list[tuple[int, str, dict[str, Any]]]:
+    """``(line number, header line, fields)`` per ``link DEV/PORT ...`` record of ``rdma`` text;
+    ``spans`` gets each record's first and last line number."""
     records: list[tuple[int, str, dict[str, Any]]] = []
+    last = 0
     pieces: list[tuple[str, bool, int]] = []
     header: tuple[int, str, str, str] | None = None
     lines = text.split("\n")
@@ -183,6 +185,8 @@ def _text_records(text: str) -> list[tuple[int, str, dict[str, Any]]]:
             name, at = dangling[0]
             raise unreadable(at, lines[at - 1], f"counter {name!r} of {dev}/{port} has no value")
         records.append((line_no, line, {"ifname": dev, "port": port, **fields}))
+        if spans is not None:
+            spans.append((line_no, last))
 
     for no, raw in enumerate(lines, 1):
         line = raw.rstrip()
@@ -193,6 +197,7 @@ def _text_records(text: str) -> list[tuple[int, str, dict[str, Any]]]:
             rest = line.strip()[m.end():]
             pieces = [(t, False, no) for t in rest.split()]
             prev_open = bool(rest.strip())
+            last = no
             continue
         if header is None:
             continue
@@ -204,6 +209,7 @@ def _text_records(text: str) -> list[tuple[int, str, dict[str, Any]]]:
         glued = prev_open and not line[:1].isspace()
         pieces += [(t, glued and i == 0, no) for i, t in enumerate(tokens)]
         prev_open = True
+        last = no
     close()
     return records
 
@@ -224,6 +230,17 @@ def parse_rdma(text: str) -> dict[str, Any]:
                 entry[key] = to_int(entry[key])
         ports.append(entry)
     return {"ports": ports}
+
+
+def counters_of(lines: list[str]) -> tuple[dict[str, int], set[int]]:
+    """``(counters, indices of the lines read)`` of ``rdma statistic show`` records among other lines."""
+    spans: list[tuple[int, int]] = []
+    counters: dict[str, int] = {}
+    for _no, _line, fields in _text_records("\n".join(lines), spans):
+        entry = _rdma_entry(fields)
+        for name, value in (entry.get("counters") or {}).items():
+            counters[f"ib_hw:{entry['device']}/{entry['port']}:{name}"] = value
+    return counters, {i - 1 for first, end in spans for i in range(first, end + 1)}
 
 
 def parse_rdma_statistic(text: str) -> dict[str, int]:

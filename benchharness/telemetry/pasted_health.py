@@ -1,0 +1,67 @@
+"""Two pasted counter snapshots judged as a run judges a step (``bench health BEFORE AFTER seconds=N``).
+
+Each file is read by ``counters.parse_snapshot`` (any form it reads: ``ethtool -S``, ``rdma
+statistic show``, ``perfquery``, a ``hw_counters`` listing, ``netstat -s`` / ``nstat``, sysfs
+``grep`` lines, the sampler's JSON), the two are differenced by ``counters.delta`` (wraps and
+resets as in a run) and each counter object's delta is judged by ``health.judge`` with the limits
+of a suite's ``health:`` block (``cli/health.py``: by default the first test of ``acceptance`` with one), host-wide
+counters (TCP) going with the one object there is, as ``health.split_rails`` does in a run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from benchharness.core.errors import ToolFailure, UsageError
+from benchharness.telemetry.counters import delta, parse_snapshot
+from benchharness.telemetry.health import Judged, judge, split_rails
+
+#: Sources that count for the whole host, not one NIC (the sampler's ``tcp:-:...``, netstat's MIBs).
+HOST_WIDE = ("tcp", "tcpext", "ip", "ipext", "udp", "udplite", "icmp", "icmpmsg", "ip6", "icmp6", "udp6",
+             "mptcpext", "sctp", "udplite6")
+
+
+@dataclass(frozen=True)
+class PastedVerdict:
+    """One limit judged on one counter object (``eth2``, ``mlx5_0/1``, ``lid10/1``; None: host-wide)."""
+
+    obj: str | None
+    judged: Judged
+
+
+def read_snapshot(text: str, name: str) -> dict[str, int]:
+    """The counters of one pasted file; a one-line error naming it when it has none."""
+    try:
+        counters = parse_snapshot(text)
+    except ToolFailure as exc:
+        raise ToolFailure(exc.kind, f"{name}: {exc.message}") from exc
+    except ValueError as exc:
+        raise ToolFailure("unreadable", f"{name}: {exc}") from exc
+    if not counters:
+        why = "it is empty" if not text.strip() else "no line of it is a counter of a known form"
+        raise ToolFailure("no_counters", f"{name}: no counters read ({why})")
+    return counters
+
+
+def judge_pasted(before: Mapping[str, int], after: Mapping[str, int], *, seconds: float,
+                 limits: Mapping[str, Any], speed_gbps: float | None = None) -> list[PastedVerdict]:
+    """Each limit on each counter object's delta from ``before`` to ``after`` over ``seconds``."""
+    if seconds <= 0:
+        raise UsageError(f"seconds={seconds:g}: the time between the snapshots must be positive")
+    moved = delta(before, after)["counters"]
+    if not moved:
+        raise ToolFailure("no_common", "the two snapshots share no counter (other ports, hosts or tools?): "
+                                       f"before has {', '.join(sorted({k.split(':')[1] for k in before})[:4])}, "
+                                       f"after {', '.join(sorted({k.split(':')[1] for k in after})[:4])}")
+    objects = sorted({key.split(":")[1] for key in moved
+                      if len(key.split(":")) >= 3 and key.split(":")[0] not in HOST_WIDE})
+    groups = split_rails(moved, {o: [o] for o in objects}, [])
+    out: list[PastedVerdict] = []
+    for obj in sorted(groups, key=lambda o: (o is None, o or "")):
+        counters = groups[obj]
+        segments = sum(v for k, v in counters.items() if k.startswith("tcp:") and k.endswith(":OutSegs")) or None
+        for verdict in judge(counters, limits, seconds=seconds, speed_gbps=speed_gbps, tcp_segments=segments):
+            out.append(PastedVerdict(obj, verdict))
+    return out

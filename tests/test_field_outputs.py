@@ -1,0 +1,139 @@
+"""Outputs as the field prints them, read by ``bench parse`` and judged by ``bench health``.
+
+Real published outputs: tests/fixtures/real (SOURCES there; the figures read by hand are checked by
+tests/test_real_outputs.py) and tests/fixtures/health/real (SOURCES there). Here: what is read across
+forms (one counter name whatever printed it), the exit codes, the parser list and the pasted-snapshot
+judge."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from benchharness.cli.parsers import describe, get_parser, is_empty, registry
+from benchharness.core.errors import ToolFailure
+from benchharness.telemetry.counters import parse_snapshot
+from benchharness.telemetry.health import judge
+from benchharness.telemetry.pasted_health import judge_pasted, read_snapshot
+
+REAL = Path(__file__).parent / "fixtures" / "real"
+HEALTH = Path(__file__).parent / "fixtures" / "health" / "real"
+MLNX = HEALTH / "rdma_statistic_mlnx_ofed_4_links.txt"
+
+
+def bench(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "benchharness", *args], capture_output=True, text=True,
+                          input=stdin, timeout=120, env=dict(os.environ))
+
+
+def test_every_parser_is_listed_with_what_it_reads() -> None:
+    res = bench("parse", "--list")
+    assert res.returncode == 0, res.stderr
+    names = {line.split()[0] for line in res.stdout.splitlines()}
+    assert names == set(registry())
+    for name in ("rdma-statistic", "perfquery", "netstat", "nstat", "counters-snapshot", "mlxlink"):
+        assert name in names
+    assert "iproute2" in describe()["rdma-statistic"] and "net-tools" in describe()["netstat"]
+    assert "perftest 4.5+" in describe()["perftest"]
+
+
+def test_a_terminal_wrapped_rdma_statistic_reads_as_the_unwrapped_one() -> None:
+    """The MLNX_OFED listing (one long line per port) hard-wrapped at 80 columns, mid-word and
+    mid-number, as a terminal copy gives it: the same counters."""
+    text = MLNX.read_text()
+    wrapped = "\n".join(piece for line in text.splitlines()
+                        for piece in textwrap.wrap(line, 80, break_long_words=True, break_on_hyphens=False,
+                                                   drop_whitespace=False) or [""])
+    wrapped = "\n".join(line.rstrip() for line in wrapped.splitlines())
+    assert any(not line.endswith(" ") and len(line) == 80 for line in wrapped.splitlines())
+    rdma = get_parser("rdma-statistic")
+    assert rdma(wrapped) == rdma(text)
+    assert rdma(text)["ib_hw:mlx5_0/1:resp_cqe_error"] == 1009 and len(rdma(text)) == 4 * 29
+
+
+def test_one_counter_name_whatever_printed_it() -> None:
+    """rdma statistic, a hw_counters listing and the sampler's snapshot name a counter alike; perfquery
+    uses the sysfs names; netstat and nstat the sampler's ``tcp:-:``."""
+    snap = parse_snapshot(MLNX.read_text())
+    assert snap == get_parser("rdma-statistic")(MLNX.read_text())
+    pq = parse_snapshot((HEALTH / "perfquery_C_mlx5_0_hdr_port0.txt").read_text())
+    assert pq["ib:lid1/0:port_rcv_switch_relay_errors"] == 6 and pq["ib:lid1/0:port_xmit_data"] == 50334712
+    ns = parse_snapshot((REAL / "netstat" / "net_tools_2_10_st_tcp_tcpext.txt").read_text())
+    assert ns["tcp:-:RetransSegs"] == 1402 and ns["tcp:-:OutSegs"] == 14178140
+    old = parse_snapshot((REAL / "netstat" / "net_tools_old_spellings_blank_lines.txt").read_text())
+    assert old["tcp:-:RetransSegs"] == 191055808 and old["tcp:-:OutSegs"] == 2816244857
+    # show_counters (mlnx-tools): "Port 1 hw counters:" then name: value lines
+    show = parse_snapshot((HEALTH / "show_counters_mlx5_bond_0_hw.txt").read_text())
+    assert show["ib_hw:-/1:out_of_sequence"] == 1811101 and show["ib_hw:-/1:np_cnp_sent"] == 1052612505
+    # the ethtool -S readers are unchanged: an unindented mlx5 listing stays ethtool's
+    eth = parse_snapshot((REAL / "ethtool-S" / "mlx5_core_cx4lx_unindented_no_header.txt").read_text())
+    assert eth and all(k.startswith("ethtool:") for k in eth)
+
+
+def test_health_reads_the_counters_as_named() -> None:
+    """A judge over the parsed names: perfquery's switch-relay errors are not symbol errors, its data
+    counters are IB traffic; netstat's retransmissions are TCP's."""
+    pq = parse_snapshot((HEALTH / "perfquery_C_mlx5_0_hdr_port0.txt").read_text())
+    verdicts = {j.limit: j for j in judge(pq, {"symbol_errors": 0, "link_flaps": 0, "discards_per_mpkt": 10},
+                                          seconds=60)}
+    assert verdicts["symbol_errors"].status == "pass" and verdicts["symbol_errors"].counter == "symbol_error"
+    assert verdicts["link_flaps"].counter == "link_downed"
+    assert verdicts["discards_per_mpkt"].counter == "port_xmit_discards"
+
+
+@pytest.mark.parametrize("text, quote", [
+    ("link mlx5_0/1 rx_write_requests 0 out_of_sequence\n", "line 1: counter 'out_of_sequence'"),
+    ("# Port counters: Lid 3 port 1 (CapMask: 0x5300)\nPortSelect:......................1\n",
+     "line 1: a perfquery header"),
+])
+def test_an_output_recognised_but_unreadable_names_the_line(text: str, quote: str) -> None:
+    parser = "rdma-statistic" if text.startswith("link") else "perfquery"
+    with pytest.raises(ToolFailure) as info:
+        get_parser(parser)(text)
+    assert info.value.kind == "unreadable" and quote in info.value.message
+    res = bench("parse", parser, "-", stdin=text)
+    assert res.returncode == 3 and quote in res.stderr and "\n" not in res.stderr.strip()
+
+
+def test_an_empty_result_is_never_exit_0_unless_the_input_was_empty() -> None:
+    assert is_empty({"ports": []}) and is_empty([]) and not is_empty({"a": 0}) and not is_empty([{}])
+    prose = "This is supplementary part of accepted to rdma-next kernel series\n"
+    for parser in ("rdma-statistic", "perfquery", "netstat", "counters-snapshot", "ibstat"):
+        res = bench("parse", parser, "-", stdin=prose)
+        assert res.returncode == 3 and "nothing read" in res.stderr, (parser, res.stderr)
+        assert bench("parse", parser, "-", stdin="").returncode == 0
+    # a counters listing of a known shape without counters says so
+    res = bench("parse", "counters-snapshot", "-", stdin="NIC statistics:\n")
+    assert res.returncode == 3 and "line 1: a counters listing without any counter" in res.stderr
+
+
+def test_pasted_snapshots_are_judged_per_object(tmp_path: Path) -> None:
+    """The hw_counters of mlx5_0 and the ethtool counters of a port in one paste: judged apart, host
+    TCP with the one object there is; a counter absent is never zero."""
+    before = parse_snapshot((HEALTH / "rdma_statistic_mlnx_ofed_4_links.txt").read_text())
+    after = dict(before, **{"ib_hw:mlx5_0/1:out_of_sequence": 5000})
+    verdicts = judge_pasted(before, after, seconds=60, limits={"retrans_per_mpkt": 100, "pause_share": 0.05})
+    by = {(v.obj, v.judged.limit): v.judged for v in verdicts}
+    assert by[("mlx5_0/1", "retrans_per_mpkt")].status == "fail"
+    assert "out_of_sequence +5000" in by[("mlx5_0/1", "retrans_per_mpkt")].message
+    assert by[("mlx5_1/1", "retrans_per_mpkt")].status == "pass"
+    assert by[("mlx5_0/1", "pause_share")].status == "info"
+    with pytest.raises(ToolFailure, match="no counters read"):
+        read_snapshot("hello\n", "a.txt")
+
+
+def test_bench_health_exit_codes(tmp_path: Path) -> None:
+    a = tmp_path / "a.txt"
+    a.write_text(MLNX.read_text())
+    res = bench("health", str(a), str(a), "seconds=60")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "PASS  mlx5_0/1" in res.stdout and "INFO  mlx5_0/1     pause share: no pause counters" in res.stdout
+    res = bench("health", str(a), str(REAL / "perfquery" / "extended_x_rhel75_prompt.txt"), "seconds=60")
+    assert res.returncode == 3 and "share no counter" in res.stderr
+    assert bench("health", str(a), str(a)).returncode == 2
+    assert bench("health", str(a), str(a), "seconds=60", "pause_share=500%").returncode == 2
