@@ -94,6 +94,13 @@ def test_rccl_on_ionic_through_its_builtin_ib_transport_passes_and_opens_all_eig
         NcclTests.check_hcas("=ionic_0:1,ionic_8:1", text)
 
 
+def test_googles_gib_plugin_with_gdrdma_passes() -> None:
+    debug = parse_nccl_debug((REAL / "nccl-debug" / "gib_gdr_enabled_ray_prefix_cite_marks.log").read_text())
+    assert debug["network"] == "gIB" and debug["gdr"] is True
+    note = NcclTests.check_transport(IB_GDR, debug)
+    assert note is not None and "gIB" in note and "github.com/google/dranet" in note
+
+
 def test_plugin_names_match_how_nccl_logs_them() -> None:
     assert rdma_plugin("RCCL-ANP") is not None and rdma_plugin("rccl-anp") is not None
     assert rdma_plugin("AWS Libfabric") and rdma_plugin("Libfabric") and rdma_plugin("gIB")

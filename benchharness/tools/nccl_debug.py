@@ -58,7 +58,7 @@ RDMA_PLUGINS: dict[str, tuple[str, str]] = {
     "libfabric": ("AWS's OFI plugin (aws-ofi-nccl 1.14 and later) over libfabric",
                   "github.com/aws/aws-ofi-nccl README.md"),
     "gib": ("Google's gIB NCCL plugin (RoCE on A3 Ultra / A4)",
-            "cloud.google.com/ai-hypercomputer/docs/nccl/configure-nccl-gib"),
+            "github.com/google/dranet site/content/docs/user/kuberay.md (NCCL with the gIB plugin, via NET/gIB)"),
 }
 
 
