@@ -61,3 +61,25 @@ def test_allreduce_suite_plans_the_ring_curve_beside_the_default() -> None:
 def test_a_bad_nccl_algo_is_named(bad: object) -> None:
     with pytest.raises(ValueError, match="nccl_algo"):
         check_collective_params({"nccl_algo": bad})
+
+
+def _cells(runs: dict[str, dict[str | None, float]]) -> object:
+    """Comparison cells of an all-reduce per run and nccl_algo: busbw = level x size/1M, two sizes."""
+    import pandas as pd
+
+    rows = [{"run": run, "test": "allreduce", "metric": "busbw_GBps", "collective": "all_reduce",
+             "placement": "out-of-place", "nccl_algo": algo, "size_bytes": size, "median": level * size / 2**20,
+             "ratio": 1.0, "ratio_ci_low": 1.0, "ratio_ci_high": 1.0, "n": 5, "nranks": 16, "nhosts": 2}
+            for run, levels in runs.items() for algo, level in levels.items() for size in (2**20, 2**21)]
+    return pd.DataFrame(rows)
+
+
+def test_the_projection_takes_the_ring_curve_every_run_measured() -> None:
+    from benchharness.analysis.projection import collective_curves
+
+    both = collective_curves(_cells({"A": {"default": 300.0, "Ring": 100.0}, "B": {"default": 200.0, "Ring": 50.0}}),
+                             ["A", "B"], "all_reduce")
+    assert both["A"]["curve"].busbw == (100.0, 200.0) and both["B"]["curve"].busbw == (50.0, 100.0)
+    # a run from before the label (as deployed) against one with both: the shared default curve
+    old = collective_curves(_cells({"A": {None: 300.0}, "B": {"default": 200.0, "Ring": 50.0}}), ["A", "B"], "all_reduce")
+    assert old["A"]["curve"].busbw == (300.0, 600.0) and old["B"]["curve"].busbw == (200.0, 400.0)

@@ -221,6 +221,13 @@ def collective_curves(cells: Any, labels: Sequence[str], collective: str,
     sub = cells[(cells["metric"] == "busbw_GBps") & (cells["collective"] == collective)]
     if "placement" in sub and (sub["placement"] == "out-of-place").any():
         sub = sub[sub["placement"] == "out-of-place"]
+    if "nccl_algo" in sub and sub["nccl_algo"].notna().any():
+        # one curve per run: the NIC curve (NCCL_ALGO=Ring) where every run measured it, else the
+        # algorithm every run shares (docs/collectives.md "The NIC curve"); no label: as deployed
+        sub = sub.assign(nccl_algo=sub["nccl_algo"].fillna("default"))
+        shared = set.intersection(*(set(g["nccl_algo"]) for _, g in sub.groupby("run")))
+        pick = "Ring" if "Ring" in shared else (sorted(shared)[0] if shared else None)
+        sub = sub[sub["nccl_algo"] == pick] if pick else sub.iloc[0:0]
     if sub.empty:
         return {}
     test = sub.groupby("test")["size_bytes"].nunique().idxmax() if "test" in sub else None
