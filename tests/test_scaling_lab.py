@@ -40,6 +40,13 @@ def test_scaling_runs_compare_per_host_count_and_name_the_mtu(lab_maker, tmp_pat
     report = html.unescape((runs[0] / "report.html").read_text(encoding="utf-8"))
     assert "busbw vs host count" in report and "3 hosts: " in report  # the efficiency against 2 hosts
 
+    page_path = tmp_path / "compare.html"
+    res = _bench("compare", str(runs[0]), str(runs[1]), f"out={page_path}")
+    assert res.returncode == 0, res.stdout + res.stderr
+    page = html.unescape(page_path.read_text(encoding="utf-8"))
+    assert "busbw vs host count, one line per run" in page and "Parity of set-up" in page
+    assert "A's MTU 1500 vs B's 1400" in page
+
     doc_path = tmp_path / "compare.json"
     res = _bench("compare", str(runs[0]), str(runs[1]), "format=json", f"out={doc_path}")
     assert res.returncode == 0, res.stdout + res.stderr
