@@ -111,16 +111,18 @@ _BORDER = re.compile(r"^\s*[|│┃]\s?|\s?[|│┃]\s*$")
 def undecorate(text: str, keep: re.Pattern[str] | None = None) -> str:
     """``clean_text`` plus what a paste adds around the tool's lines: e-mail / Markdown quote marks
     (``> ``), a terminal's box borders (``│ ... │``) and Markdown code fences. Lines matching
-    ``keep`` are the tool's own even when they look like a ``# `` prompt."""
+    ``keep`` are the tool's own even when they look like a ``# `` prompt. Lines keep their numbers:
+    what is dropped is left blank."""
     out = []
     text = strip_ansi(text).replace("\r\n", "\n").replace("\r", "\n")
     for line in text.split("\n"):
         if line.lstrip().startswith("```"):
+            out.append("")
             continue
         line = _QUOTE.sub("", line)
         if re.match(r"^\s*[|│┃]", line) and re.search(r"[|│┃]\s*$", line):
             line = _BORDER.sub("", line)
         if is_noise(line) and not (keep and keep.match(line.strip())):
-            continue
+            line = ""  # kept as a blank: line numbers stay those of the file, and a record ends there
         out.append(line)
     return "\n".join(out)
