@@ -10,12 +10,14 @@ NICs), each on 2 NUMA nodes with 4 NICs per node; and under ``root/bin`` the sta
 ``degrade`` maps rail index -> ``"x8"`` (PCIe trained at x8 of x16), ``"down"`` (link down),
 ``"numa"`` (the NIC reports the other NUMA node), ``"gen4"`` (a Gen4 x16 slot: 16 GT/s at full
 width, which cannot carry 400 Gbit/s), ``"irq_far"`` (every queue IRQ on one CPU of the other NUMA
-node), ``"tso"`` / ``"gro"`` (TCP segmentation / generic receive offload off), ``"aer"`` (correctable AER errors) or, on the DGX,
+node), ``"tso"`` / ``"gro"`` (TCP segmentation / generic receive offload off), ``"udp4_ip"`` (RSS
+hashes UDP over IPv4 on the IP addresses only), ``"aer"`` (correctable AER errors) or, on the DGX,
 ``"ber"`` (its ``mlxlink -c`` reports errors past FEC). ``inventory_vars`` gives the matching host line.
 
 Each NIC has 4 queue IRQs and a control IRQ (``msi_irqs``, ``/proc/interrupts`` lines in the
 driver's naming, ``/proc/irq/N/*affinity_list``; healthy: each queue on its own CPU of the NIC's
-node), AER counters, and a stand-in ``ethtool`` (``-k/-l/-g/-c``; ``-x`` unsupported) and ``lspci``
+node), AER counters, and a stand-in ``ethtool`` (``-k/-l/-g/-c``, ``-n DEV rx-flow-hash tcp4|udp4``
+with the ports hashed; ``-x`` and tcp6/udp6 unsupported) and ``lspci``
 printing real published outputs from tests/fixtures/real (SOURCES there), with the netdev's name
 put in and, for a degraded rail, the one value changed.
 """
@@ -39,6 +41,9 @@ ETHTOOL_K = REAL / "ethtool-k" / "firewalla_grep_v_fixed_sudo_prompt.txt"
 ETHTOOL_L = REAL / "ethtool-l" / "sfc_onload_combined_4_of_31_hash_prompt.txt"
 ETHTOOL_G = REAL / "ethtool-g" / "ifupdown2_4096_tabs.txt"
 ETHTOOL_C = REAL / "ethtool-c" / "ena_5.10_adaptive_off_cut.txt"
+RXHASH = REAL / "ethtool-rx-flow-hash"
+RXHASH_TCP4 = RXHASH / "gbtcp_tcp4_l4_ports_show_ntuple.txt"
+RXHASH_UDP4, RXHASH_UDP4_IP = RXHASH / "intel_echobench_udp4_sdfn_tabs.txt", RXHASH / "intel_echobench_udp4_ip_only_tabs.txt"
 LSPCI_DEVCTL = REAL / "lspci" / "vvv_devctl_fragment_gen5_x8_downgraded_mps256.txt"
 AER = REAL / "aer"
 QUEUES = 4
@@ -100,6 +105,10 @@ def _nic_config(root: Path, tools: Path, pci: str, numa: int, rail: int, netdev:
     for name, text in (("k", features), ("l", _without_prompt(ETHTOOL_L)), ("g", ETHTOOL_G.read_text()),
                        ("c", ETHTOOL_C.read_text())):
         (out / name).write_text(re.sub(r"for (eth\d|enp2s0f0|ens7):", f"for {netdev}:", text))
+    udp4 = RXHASH_UDP4_IP if degrade == "udp4_ip" else RXHASH_UDP4
+    for kind, path in (("tcp4", RXHASH_TCP4), ("udp4", udp4)):  # the output without its command line
+        (out / f"n-{kind}").write_text("\n".join(ln for ln in path.read_text().splitlines()
+                                                 if "rx-flow-hash" not in ln and ln.strip()) + "\n")
     (tools.parent / "lspci").mkdir(exist_ok=True)
     (tools.parent / "lspci" / bdf).write_text(LSPCI_DEVCTL.read_text())
     cor = (AER / "kernel_doc_correctable_receiver_error_2.txt").read_text().splitlines()[1:]
@@ -235,8 +244,10 @@ def build(kind: str, root: Path, degrade: Mapping[int, str] | None = None) -> di
     header = "      " + "".join(f"{f'CPU{c}':>11}" for c in range(32))
     _w(tree, "proc/interrupts", "\n".join([header, *irq_lines]))
     outputs = root / "outputs"
-    _script(tools / "ethtool", {f"-{flag} {nd.name}": str(nd / flag) for nd in sorted(outputs.iterdir())
-                                for flag in "klgc"})
+    _script(tools / "ethtool", {**{f"-{flag} {nd.name}": str(nd / flag) for nd in sorted(outputs.iterdir())
+                                   for flag in "klgc"},
+                                **{f"-n {nd.name} rx-flow-hash {kind}": str(nd / f"n-{kind}")
+                                   for nd in sorted(outputs.iterdir()) for kind in ("tcp4", "udp4")}})
     _script(tools / "lspci", {f"-vvv -s {f.name}": str(f) for f in sorted((root / "lspci").iterdir())})
     return {"tree": tree, "bin": tools}
 

@@ -43,7 +43,10 @@ _NVIDIA_FIELDS = [
     "clocks.sm", "clocks.mem", "clocks.max.sm", "memory.total",
 ]
 #: the NIC configuration asked of ethtool per netdev, kept raw for the controller's parsers
-_ETHTOOL_CONFIG = (("features", "-k"), ("channels", "-l"), ("rss", "-x"), ("rings", "-g"), ("coalesce", "-c"))
+_ETHTOOL_CONFIG = (("features", ["-k"]), ("channels", ["-l"]), ("rss", ["-x"]), ("rings", ["-g"]),
+                   ("coalesce", ["-c"]))
+#: the header fields RSS hashes per flow type (``ethtool -n DEV rx-flow-hash TYPE``), kept raw the same way
+_RX_FLOW_HASH = ("tcp4", "udp4", "tcp6", "udp6")
 
 
 def unavailable(reason: str) -> Dict[str, Any]:
@@ -314,14 +317,18 @@ class Probe:
         return {"available": True, "interrupts": "\n".join(lines[:1] + keep), "affinity": affinity}
 
     def ethtool_config(self, name: str) -> Dict[str, Any]:
-        """``ethtool -k/-l/-x/-g/-c`` of a netdev, each kept raw (or why the driver gave none)."""
+        """``ethtool -k/-l/-x/-g/-c`` and ``-n ... rx-flow-hash tcp4|udp4|tcp6|udp6`` of a netdev,
+        each kept raw (or why the driver gave none)."""
         out = {}  # type: Dict[str, Any]
-        for key, flag in _ETHTOOL_CONFIG:
-            res = self.run(["ethtool", flag, name])
+        asks = [(key, flags[:1], flags[1:]) for key, flags in _ETHTOOL_CONFIG]
+        asks += [("rx_flow_hash_" + kind, ["-n"], ["rx-flow-hash", kind]) for kind in _RX_FLOW_HASH]
+        for key, flag, rest in asks:
+            argv = ["ethtool", *flag, name, *rest]
+            res = self.run(argv)
             if res["available"] and res["rc"] == 0 and res["stdout"].strip():
                 out[key] = {"available": True, "raw": res["stdout"]}
             elif res["available"]:
-                out[key] = unavailable("ethtool {} {}: {}".format(flag, name, (
+                out[key] = unavailable("{}: {}".format(" ".join(argv), (
                     res["stderr"].strip() or res["stdout"].strip() or "rc {}".format(res["rc"]))[:200]))
             else:
                 out[key] = res

@@ -3,8 +3,9 @@
 Before any traffic, the hosts that differ from their peers are the usual suspects: one NIC on
 older firmware, one port left at MTU 1500, a NIC trained at PCIe x8, another driver. This module
 turns each host's probe facts into a flat profile (``nic.<netdev>.firmware`` -> ``"28.39.1002"``,
-``nic.<netdev>.gro`` -> ``"on"``: offloads, channels, rings, coalescing, MPS/MRRS and where the
-queue IRQs run, read by ``nic_config.py``),
+``nic.<netdev>.gro`` -> ``"on"``: offloads, channels, rings, coalescing, MPS/MRRS, where the
+queue IRQs run and the fields RSS hashes per flow type (``rss_hash_udp4`` -> ``"sdfn"``), read by
+``nic_config.py``),
 groups hosts by role (inventory variable ``role``, else ``all``) and NIC model, learns the value
 most hosts of a group hold for every key (a strict majority; a split names no golden value), and
 lists each host's departures from it. ``bench doctor`` prints them; ``bench doctor golden=TAG``
@@ -31,7 +32,9 @@ NIC_FACTS = ("model", "driver", "driver_version", "firmware", "mtu", "speed", "p
              "pfc", "trust", "ecn", "gid_index", "link_layer",
              # the NIC's configuration (nic_config.py): offloads, queues, rings, coalescing, PCIe, IRQs
              "tso", "gso", "gro", "lro", "rx_checksum", "tx_checksum", "channels", "rss_rings", "rx_ring",
-             "tx_ring", "adaptive_rx", "rx_usecs", "max_payload", "max_read_req", "queue_irq_cpus", "irq_node")
+             "tx_ring", "adaptive_rx", "rx_usecs", "max_payload", "max_read_req", "queue_irq_cpus", "irq_node",
+             # the header fields RSS hashes, in ethtool -N letters (sdfn: addresses and ports)
+             "rss_hash_tcp4", "rss_hash_udp4", "rss_hash_tcp6", "rss_hash_udp6")
 DEFAULT_ROLE = "all"
 
 
@@ -109,6 +112,7 @@ def config_values(nic: Mapping[str, Any]) -> dict[str, Any]:
         "max_payload": (cfg.lspci or {}).get("max_payload_bytes"),
         "max_read_req": (cfg.lspci or {}).get("max_read_req_bytes"),
         "queue_irq_cpus": len(homes) if queue else None,
+        **{f"rss_hash_{kind}": (entry["letters"] or "none") for kind, entry in cfg.flow_hash.items()},
         "irq_node": None if not queue or not local else (
             "local" if homes <= local else "far" if not homes & local else "mixed"),
     }

@@ -10,6 +10,9 @@ Per rail, from what ``nic_config.read_nic`` parsed of the probe's raw outputs:
   on CPUs of another NUMA node than the NIC's (``/proc/irq/N/effective_affinity_list``).
 * ``rss``: the indirection table (``ethtool -x``) sending every flow to one ring while the NIC
   has several channels (``ethtool -l``); rings (``ethtool -g``) below their maximum are named.
+* ``rss_hash``: the header fields RSS hashes per flow type (``ethtool -n DEV rx-flow-hash
+  tcp4|udp4|tcp6|udp6``); ``rss_hash_peers`` (across hosts, from preflight): a rail that hashes a
+  flow type on IP addresses only while most rails of its driver also hash the L4 ports.
 * ``pcie_payload``: MaxPayload and MaxReadReq (``lspci -vvv`` DevCtl) below ``MIN_PAYLOAD_BYTES``
   / ``MIN_READ_REQ_BYTES``.
 * ``aer``: non-zero AER counters (fatal / non-fatal: fail; correctable: warn).
@@ -22,12 +25,13 @@ docs/nic-config.md.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from benchharness.core.pcie import GENERATIONS, usable_gbps
-from benchharness.telemetry.nic_config import NicConfig, cpulist, pcie_link, read_nic
-from benchharness.telemetry.rail_facts import RailFacts
+from benchharness.telemetry.nic_config import FLOW_HASH_TYPES, NicConfig, cpulist, pcie_link, read_nic
+from benchharness.telemetry.rail_facts import Finding, RailFacts
 
 #: ethtool -k feature -> the name people use; each should be on for a NIC that moves 100s of Gbit/s
 OFFLOADS = (("tcp-segmentation-offload", "TSO"), ("generic-segmentation-offload", "GSO"),
@@ -76,6 +80,7 @@ def judge_rail(add: Add, rf: RailFacts, host_rate: Any, irqbalance: bool | None)
     cfg = read_nic(nic)
     offloads(add, rf, cfg, virtual)
     rss(add, rf, cfg)
+    rss_hash(add, rf, cfg)
     if virtual:
         return
     irqs(add, rf, cfg, irqbalance)
@@ -162,6 +167,72 @@ def rss(add: Add, rf: RailFacts, cfg: NicConfig) -> None:
     if isinstance(cur_rx, int) and isinstance(max_rx, int) and cur_rx < max_rx:
         add(rf, "rings", "info", f"{nd} RX ring {cur_rx} of {max_rx} entries: bursts at line rate overflow small "
             f"rings (ethtool -G {nd} rx {max_rx})", cur_rx, max_rx, float(cur_rx), float(max_rx))
+
+
+def _hash_text(entry: Mapping[str, Any]) -> str:
+    """``IP SA/DA`` for the two addresses, else the fields as ethtool names them."""
+    fields = list(entry.get("fields") or [])
+    if fields[:2] == ["IP SA", "IP DA"]:
+        fields[:2] = ["IP SA/DA"]
+    short = [f.split(" [")[0] for f in fields]
+    return ", ".join(short) or "no field"
+
+
+def rss_hash(add: Add, rf: RailFacts, cfg: NicConfig) -> None:
+    """The header fields RSS hashes per flow type (``ethtool -n DEV rx-flow-hash TYPE``): said per
+    rail; whether they match the peers' is ``rss_hash_peers``. A type the driver does not answer is
+    named ``not available on <driver>``."""
+    nd = _netdev(rf)
+    missing = [k for k in FLOW_HASH_TYPES if k not in cfg.flow_hash]
+    gone = f"{', '.join(missing)} not available on {_driver(rf)}" if missing else ""
+    if not cfg.flow_hash:
+        reason = cfg.reasons.get("rx_flow_hash_udp4") or cfg.reasons.get(f"rx_flow_hash_{missing[0]}")
+        add(rf, "rss_hash", "info", f"RSS hash fields (rx-flow-hash) of {nd} not available on {_driver(rf)} "
+            f"({reason})")
+        return
+    said = "; ".join(f"{k} {e['letters'] or 'none'} ({_hash_text(e)})" for k, e in cfg.flow_hash.items())
+    narrow = [k for k, e in cfg.flow_hash.items() if not e["l4"]]
+    status = "pass" if not narrow and not missing else "info"
+    add(rf, "rss_hash", status, f"{nd} RSS hashes {said}" + (f"; {gone}" if gone else ""),
+        ", ".join(f"{k} {e['letters'] or 'none'}" for k, e in cfg.flow_hash.items()), "L4 ports hashed")
+
+
+def rss_hash_peers(rails_by_host: Mapping[str, Sequence[RailFacts]]) -> list[Finding]:
+    """Rails whose RSS leaves the L4 ports out of a flow type's hash while a strict majority of the
+    other rails with the same driver hash them (a golden configuration in the making): all flows
+    between two hosts then land on one receive queue. One ``pass`` per driver when they agree."""
+    seen: dict[str, list[tuple[str, RailFacts, dict[str, dict[str, Any]], bool]]] = {}
+    for host, rails in rails_by_host.items():
+        for rf in rails:
+            if rf.nic is None:
+                continue
+            cfg = read_nic(rf.nic)
+            if cfg.flow_hash:
+                driver = (rf.nic or {}).get("driver") or (rf.rdma or {}).get("driver")
+                seen.setdefault(str(driver or ""), []).append((host, rf, cfg.flow_hash, len(rails) > 1))
+    out: list[Finding] = []
+    for driver, members in sorted(seen.items()):
+        odd, which = 0, f"{driver} rails" if driver else "rails"
+        for host, rf, hashes, multi in members:
+            for kind, entry in hashes.items():
+                peers = [h[kind] for p, r, h, _ in members if (p, r.rail.name) != (host, rf.rail.name) and kind in h]
+                with_ports = [e for e in peers if e["l4"]]
+                if entry["l4"] or len(with_ports) * 2 <= len(peers) or not peers:
+                    continue
+                odd += 1
+                nd, rail = _netdev(rf), rf.rail.name if multi else None
+                letters = Counter(e["letters"] for e in with_ports).most_common(1)[0][0]
+                where = f"{host} {rail}" if rail else host
+                out.append(Finding(host, rail, rf.label, "rss_hash_peers", "warn", f"{kind} {entry['letters'] or 'none'}",
+                                   f"{kind} {letters}",
+                                   f"{where}: {kind} RSS hashes {_hash_text(entry)} only; peers also hash L4 ports "
+                                   f"({len(with_ports)} of {len(peers)} {which}: {letters}): flows between two "
+                                   f"hosts share one receive queue; ethtool -N {nd} rx-flow-hash {kind} {letters}",
+                                   float(len(with_ports)), float(len(peers))))
+        if not odd and len(members) > 1:
+            out.append(Finding("", None, None, "rss_hash_peers", "pass", None, None,
+                               f"{len(members)} {which} hash each flow type alike"))
+    return out
 
 
 def irqs(add: Add, rf: RailFacts, cfg: NicConfig, irqbalance: bool | None) -> None:

@@ -1,6 +1,7 @@
 """A NIC's configuration as the probe keeps it (raw text), read through the one parser of each format.
 
-The probe (``onhost/probe.py``) keeps per netdev the raw ``ethtool -k/-l/-x/-g/-c`` outputs, the
+The probe (``onhost/probe.py``) keeps per netdev the raw ``ethtool -k/-l/-x/-g/-c`` outputs (and
+``-n DEV rx-flow-hash tcp4|udp4|tcp6|udp6``), the
 ``lspci -vvv -s BDF`` text, the ``aer_dev_*`` files and the NIC's ``/proc/interrupts`` lines with
 each IRQ's affinity; ``read_nic`` parses them with ``telemetry/parsers`` (ethtool, lspci, aer,
 interrupts), so the judge (``nic_checks.py``), the golden profile (``golden.py``) and ``bench parse``
@@ -23,12 +24,15 @@ from benchharness.telemetry.parsers.ethtool import (
     parse_features,
     parse_rings,
     parse_rss,
+    parse_rx_flow_hash,
 )
 from benchharness.telemetry.parsers.interrupts import parse_interrupts
 from benchharness.telemetry.parsers.lspci import device_of
 
 _ETHTOOL = {"features": parse_features, "channels": parse_channels, "rss": parse_rss, "rings": parse_rings,
             "coalesce": parse_coalesce}
+#: flow types whose RSS hash fields the probe asks for (``ethtool -n DEV rx-flow-hash TYPE``)
+FLOW_HASH_TYPES = ("tcp4", "udp4", "tcp6", "udp6")
 #: IRQ names of a NIC's vectors that carry no queue (control, async events, config changes)
 _NOT_QUEUE = re.compile(r"async|config|misc|ctrl|cmd|pages|_eq\b|-aux", re.IGNORECASE)
 
@@ -56,6 +60,9 @@ class NicConfig:
     lspci: dict[str, Any] | None = None
     aer: dict[str, dict[str, Any]] | None = None
     irqs: list[Irq] | None = None
+    #: flow type (``udp4``) -> the fields its RSS hash uses (``parsers.ethtool.parse_rx_flow_hash``);
+    #: a type the driver did not answer is absent, its reason under ``reasons["rx_flow_hash_<type>"]``
+    flow_hash: dict[str, dict[str, Any]] = field(default_factory=dict)
     reasons: dict[str, str] = field(default_factory=dict)
 
 
@@ -88,6 +95,13 @@ def read_nic(nic: Mapping[str, Any]) -> NicConfig:
         setattr(out, key, parsed)
         if parsed is None:
             out.reasons[key] = reason or "no output"
+    for kind in FLOW_HASH_TYPES:
+        raw, reason = _raw((config or {}).get(f"rx_flow_hash_{kind}"))
+        parsed = parse_rx_flow_hash(raw).get(kind) if isinstance(raw, str) else None
+        if parsed is not None:
+            out.flow_hash[kind] = parsed
+        else:
+            out.reasons[f"rx_flow_hash_{kind}"] = reason or f"ethtool printed no {kind} hash fields"
     raw, reason = _raw(nic.get("lspci"))
     out.lspci = device_of(raw) if isinstance(raw, str) else None
     if out.lspci is None:

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from benchharness.core.model import Host, Verdict
+from benchharness.telemetry import nic_checks
 from benchharness.telemetry.fabric_checks import acs_verdicts, qos_verdicts
 from benchharness.telemetry.host_checks import MIN_VERSIONS, REQUIRED_TOOLS, HostJudge
 from benchharness.telemetry.rail_facts import Finding, RailFacts, rail_mtus
@@ -40,6 +41,7 @@ def run_findings(facts_by_host: Mapping[str, Mapping[str, Any]], hosts: Sequence
         out += [_record(v) for v in acs_verdicts(host, facts)]
         rails[host.name] = judge.rails
     out += [dict(f.record(), host=None) for f in rail_mtus(rails)]
+    out += [dict(f.record(), host=f.host or None) for f in nic_checks.rss_hash_peers(rails)]
     out += [_record(v) for v in qos_verdicts(facts_by_host, hosts)]
     for a, b in pairs or []:
         ra = [r for r in rails.get(a, []) if r.nic is not None]
