@@ -137,3 +137,33 @@ def test_bench_health_exit_codes(tmp_path: Path) -> None:
     assert res.returncode == 3 and "share no counter" in res.stderr
     assert bench("health", str(a), str(a)).returncode == 2
     assert bench("health", str(a), str(a), "seconds=60", "pause_share=500%").returncode == 2
+
+
+NCCL_JSON = REAL / "nccl-tests-json" / "all_reduce_1gpu_4090_per_iter_v4.json"
+
+
+def test_a_killed_nccl_tests_json_keeps_its_complete_rows() -> None:
+    """The real -J document cut where a killed run stops writing: inside the results list after some
+    rows (the repository's 3-row 2.17 document), after the list, and inside the first row."""
+    parse = get_parser("nccl-tests-json")
+    text = (Path(__file__).parent / "fixtures" / "nccl" / "nccl-tests-2.17-reduce.json").read_text()
+    whole = [r for r in parse(text) if r["kind"] == "summary"]
+    first = text.index('{"size":', text.index('"results"'))
+    third = text.index('{"size":', text.index('{"size":', first + 1) + 1)
+    for cut in (third + 40, third + 1, third - 1):
+        rows = parse(text[:cut])
+        kept = [r for r in rows if r["kind"] == "summary"]
+        assert len(kept) == 4 and all(r["truncated"] for r in kept)
+        assert [r["busbw_GBps"] for r in kept] == [r["busbw_GBps"] for r in whole[:4]]
+        footer = rows[-1]
+        assert footer["kind"] == "footer" and footer["truncated"] and footer["cut_at"].startswith("line 1, column ")
+        assert footer["nranks"] == 4  # the head (config, devices) was whole
+    real = NCCL_JSON.read_text()
+    after = real.index('"out_of_bounds"') + 5
+    rows = parse(real[:after])
+    assert len([r for r in rows if r["kind"] == "summary"]) == 2 and rows[-1]["truncated"]
+    line = real[:after].count("\n") + 1
+    assert rows[-1]["cut_at"].startswith(f"line {line}, ")
+    with pytest.raises(ToolFailure, match=r"cut at line \d+, column \d+, before any complete result row"):
+        parse(real[:real.index('"results"') + 40])
+    assert not any("truncated" in r for r in parse(real))

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -41,14 +42,57 @@ def _num(value: Any) -> float | None:
 
 
 def load(text: str) -> dict[str, Any]:
-    """The document, or a ToolFailure saying why it is not one (cut short, another tool's JSON)."""
+    """The document, or a ToolFailure saying why it is not one (another tool's JSON, or cut short
+    before any complete result row). A document cut short (the run was killed while writing it)
+    keeps its complete ``results`` rows and its head, with ``truncated: True`` and ``cut_at``
+    (``line L, column C``) added."""
     start = text.find("{")
+    body = text[start:] if start >= 0 else text
     try:
-        doc = json.loads(text[start:] if start >= 0 else text)
+        doc = json.loads(body)
     except ValueError as exc:
-        raise ToolFailure("parse_error", f"not a complete nccl-tests JSON document: {exc}") from exc
+        doc = _salvage(body, exc)
     if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
         raise ToolFailure("parse_error", "not an nccl-tests JSON document (no results list)")
+    return doc
+
+
+def _where(text: str, offset: int) -> str:
+    line = text.count("\n", 0, offset) + 1
+    return f"line {line}, column {offset - (text.rfind(chr(10), 0, offset) + 1) + 1}"
+
+
+def _salvage(body: str, exc: ValueError) -> dict[str, Any]:
+    """The complete rows of a document cut inside its ``results`` list, and the keys before it."""
+    m = re.search(r'"results"\s*:\s*\[', body)
+    if not m:
+        raise ToolFailure("parse_error", f"not a complete nccl-tests JSON document: {exc}") from exc
+    decoder = json.JSONDecoder()
+    rows: list[Any] = []
+    pos = m.end()
+    while True:
+        while pos < len(body) and body[pos] in " \t\r\n,":
+            pos += 1
+        if pos >= len(body) or body[pos] == "]":
+            break
+        try:
+            row, pos = decoder.raw_decode(body, pos)
+        except ValueError:
+            break
+        rows.append(row)
+    closed = pos < len(body) and body[pos] == "]"
+    if closed:  # the list is whole: the cut is after it
+        pos = getattr(exc, "pos", len(body))
+    if not rows:
+        raise ToolFailure("parse_error", f"nccl-tests JSON document cut at {_where(body, pos)}, "
+                                         "before any complete result row") from exc
+    head = body[:m.start()].rstrip().rstrip(",")
+    try:
+        doc = json.loads(head + "}")
+    except ValueError:
+        doc = {}
+    doc = dict(doc) if isinstance(doc, dict) else {}
+    doc.update(results=rows, truncated=True, cut_at=_where(body, pos))
     return doc
 
 
@@ -82,6 +126,8 @@ def parse_json(text: str) -> list[Record]:
                 times = per_iter.get("times_us")
                 if isinstance(times, list):
                     rec["iterations"] = len(times)
+            if doc.get("truncated"):
+                rec["truncated"] = True
             records.append(rec)
     devices = [d for d in (doc.get("config") or {}).get("devices") or [] if isinstance(d, Mapping)]
     avg = doc.get("average_bus_bandwidth") or {}
@@ -94,6 +140,7 @@ def parse_json(text: str) -> list[Record]:
         "avg_busbw_GBps": _num(avg.get("bandwidth")) if isinstance(avg, Mapping) else None,
         "out_of_bounds": oob.get("count") if isinstance(oob, Mapping) else None,
         "errors": [e for e in doc.get("errors") or [] if e],
+        **({"truncated": True, "cut_at": doc.get("cut_at")} if doc.get("truncated") else {}),
     })
     return records
 
