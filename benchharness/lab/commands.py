@@ -40,6 +40,7 @@ LAB = "the loopback lab"
 COMMANDS: tuple[Needed, ...] = (
     # the lab itself (benchharness/lab): namespaces, veth, bridges, tc shaping, sshd per host
     *_group(LAB, "iproute2", "ip", "tc", "rdma"),
+    *_group("tests/test_pasted_health_lab.py (snapshots of a lab host's TCP counters)", "iproute2", "nstat"),
     *_group(LAB, "openssh-server", "sshd"),
     *_group(LAB, "openssh-client", "ssh", "ssh-keygen"),
     *_group(LAB, "util-linux", "unshare", "nsenter", "setsid", "switch_root", "taskset"),
