@@ -167,3 +167,19 @@ def test_a_killed_nccl_tests_json_keeps_its_complete_rows() -> None:
     with pytest.raises(ToolFailure, match=r"cut at line \d+, column \d+, before any complete result row"):
         parse(real[:real.index('"results"') + 40])
     assert not any("truncated" in r for r in parse(real))
+
+
+def test_mlxlink_refusals_per_lane_pages_and_device_loops() -> None:
+    """mlxlink's "not supported" answer is kept as such; a grep excerpt of 8 ports' BER pages keeps
+    each port's per-lane errors (tests/fixtures/health/real, SOURCES there)."""
+    mlxlink = get_parser("mlxlink")
+    refused = mlxlink((HEALTH / "mlxlink_show_ber_monitor_not_supported_loop.txt").read_text())["devices"]
+    assert [d["device"] for d in refused] == ["mt4123_pciconf0", "mt4123_pciconf1"]
+    for dev in refused:
+        assert dev["not_supported"] == ["--show_ber_monitor"] and "counters" not in dev
+        assert dev["state"] == "Active" and dev["speed_gbps"] == 100 and dev["firmware"] == "20.36.1010"
+    pages = mlxlink((HEALTH / "mlxlink_show_counters_grep_8_hdr_ports.txt").read_text())["devices"]
+    assert len(pages) == 8 and pages[3]["lanes"]["raw_physical_errors_per_lane"] == [32379149, 224947]
+    assert pages[3]["counters"]["raw_physical_ber"] == "1E-7" and pages[3]["counters"]["effective_physical_errors"] == 0
+    assert pages[5]["lanes"]["raw_physical_errors_per_lane"] == [4014318, 15682171]
+    assert all(p["fec"] == "RS-FEC - (544,514) + PLR" for p in pages)

@@ -1,4 +1,9 @@
-"""``mlxlink -d DEV [-m] [-c]`` (NVIDIA MFT): link state, speed, FEC, module info and BER counters."""
+"""``mlxlink -d DEV [-m] [-c] [--show_...]`` (NVIDIA MFT 4.x): link state, speed, FEC, module info,
+BER counters (per-lane figures such as ``Raw Physical Errors Per Lane`` also as ``lanes``: a list per lane), and mlxlink's own refusals
+(``-E- "--show_ber_monitor" option is not supported for HCA``: ``errors`` and ``not_supported``,
+never read as a clean link). Pasted forms: several devices one after another under ``=== name ===``
+banners (a shell loop) give ``devices``; a ``grep`` excerpt that lost the ``----`` rule under a
+section title still puts its lines in that section."""
 
 from __future__ import annotations
 
@@ -33,15 +38,37 @@ def _speed_gbps(speed: str | None, width: str | None) -> int | float | None:
     return int(rate) if rate == int(rate) else rate
 
 
+_BANNER = re.compile(r"^\s*={3,}\s*(\S.*?)\s*={3,}\s*$")
+_TITLE = re.compile(r"^[A-Z][\w()/.-]*(?: [\w()/.-]+)* (?:Info|Information|Counters|Histogram)$|^Histogram of .+$")
+_REFUSED = re.compile(r'"?(--?[\w-]+)"?\s+(?:option|flag)\s+is\s+not\s+supported', re.IGNORECASE)
+_LANES = re.compile(r"^\d+(?:\s*,\s*\d+)+$")
+
+
 def parse_mlxlink(text: str) -> dict[str, Any]:
-    """Sections as ``sections[name][key]`` plus the figures a report needs at the top level."""
-    sections: dict[str, dict[str, str]] = {}
-    current = "General"
+    """Sections as ``sections[name][key]`` plus the figures a report needs at the top level; a paste
+    of several devices under ``=== name ===`` banners: ``{"devices": [{"device": name, ...}]}``."""
     lines = clean_text(text).splitlines()
+    starts = [(i, m.group(1)) for i, line in enumerate(lines) if (m := _BANNER.match(line))]
+    if len(starts) < 2:
+        return _parse_one(lines)
+    devices = []
+    for n, (i, name) in enumerate(starts):
+        end = starts[n + 1][0] if n + 1 < len(starts) else len(lines)
+        devices.append({"device": name, **_parse_one(lines[i + 1:end])})
+    return {"devices": devices}
+
+
+def _parse_one(lines: list[str]) -> dict[str, Any]:
+    sections: dict[str, dict[str, str]] = {}
+    errors: list[str] = []
+    current = "General"
     for i, line in enumerate(lines):
         nxt = lines[i + 1] if i + 1 < len(lines) else ""
-        if line.strip() and re.fullmatch(r"-{3,}", nxt.strip()):
+        if line.strip() and (re.fullmatch(r"-{3,}", nxt.strip()) or _TITLE.match(line.strip())):
             current = line.strip()
+            continue
+        if re.match(r"^\s*-[EW]-\s", line):
+            errors.append(line.strip())
             continue
         # mlxlink pads every key and separates it from the value with " : "
         key, sep, value = line.rstrip().partition(" : ") if " : " in line else line.rstrip().partition(" :")
@@ -49,7 +76,10 @@ def parse_mlxlink(text: str) -> dict[str, Any]:
             sections.setdefault(current, {})[key.strip()] = value.strip()
 
     def get(section: str, key: str) -> str | None:
-        return sections.get(section, {}).get(key)
+        found = sections.get(section, {}).get(key)
+        if found is None and section == "Operational Info":  # a grep excerpt without its section title
+            found = sections.get("General", {}).get(key)
+        return found
 
     op = "Operational Info"
     out: dict[str, Any] = {
@@ -58,6 +88,9 @@ def parse_mlxlink(text: str) -> dict[str, Any]:
         "auto_negotiation": get(op, "Auto Negotiation"), "sections": sections,
     }
     out["speed_gbps"] = _speed_gbps(out["speed"], out["width"])
+    if errors:
+        out["errors"] = errors
+        out["not_supported"] = [m.group(1) for e in errors if (m := _REFUSED.search(e))]
     out["firmware"] = get("Tool Information", "Firmware Version")
     module = sections.get("Module Info")
     if module:
@@ -80,7 +113,12 @@ def parse_mlxlink(text: str) -> dict[str, Any]:
     ber = sections.get("Physical Counters and BER Info")
     if ber:
         out["counters"] = {snake(k): (to_int(v) if re.fullmatch(r"\d+", v) else v) for k, v in ber.items()}
+        for key, value in ber.items():
+            if _LANES.match(value):  # one figure per lane: "Raw Physical Errors Per Lane : 3183333,242074"
+                out.setdefault("lanes", {})[snake(key)] = [int(v) for v in value.split(",")]
     return out
 
 
 PARSERS = {"mlxlink": parse_mlxlink}
+READS = {"mlxlink": "mlxlink -d DEV [-m] [-c] [--show_ber_monitor ...] (MFT 4.x; HCA and switch ports, IB and "
+                    "Ethernet): sections, BER counters per lane, -E- not-supported answers, several devices"}
