@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from benchharness.config.inventory import load_inventory
 from benchharness.core.errors import ConfigError, ToolFailure
 from benchharness.core.model import CommandResult, Host, Step
 from benchharness.tools import get_tool
@@ -125,3 +126,16 @@ def test_missing_jax_is_tool_missing_naming_the_host_and_a_crash_keeps_its_tail(
     with pytest.raises(ToolFailure, match="exited with status 1: boom") as crash:
         get_tool("jax").parse_step(s, _results(s, "", "boom", rc=1))
     assert crash.value.kind == "crashed"
+
+
+def test_gpu_processes_get_their_gpus_numa_nodes_and_every_rails_hca() -> None:
+    """The worked 8-rail inventory (inventories/dgx-b200-8rail.ini): process k of a host drives GPU
+    k, bound to its NUMA node (the rails' nearest_gpu and numa_node, as nccl-tests' placement)."""
+    nodes = load_inventory(Path(__file__).resolve().parent.parent / "inventories" / "dgx-b200-8rail.ini").hosts
+    cmds = get_tool("jax").commands(step({}, hs=nodes))
+    hcas = {f"{r.rdma_dev}:{r.rdma_port}" for r in nodes[0].nics()}
+    for i, c in enumerate(cmds):
+        assert arg(c.argv, "--nproc") == "8" and arg(c.argv, "--node-rank") == str(i)
+        assert arg(c.argv, "--numa-nodes") == "0,0,0,0,1,1,1,1" and arg(c.argv, "--nprocs") == str(8 * len(nodes))
+        assert set(c.env["NCCL_IB_HCA"].lstrip("=").split(",")) == hcas and len(hcas) == 8
+        assert c.env["NCCL_DEBUG"] == "INFO"  # RDMA rails: IB with GPUDirect is required, from NCCL's log
