@@ -183,3 +183,12 @@ def test_mlxlink_refusals_per_lane_pages_and_device_loops() -> None:
     assert pages[3]["counters"]["raw_physical_ber"] == "1E-7" and pages[3]["counters"]["effective_physical_errors"] == 0
     assert pages[5]["lanes"]["raw_physical_errors_per_lane"] == [4014318, 15682171]
     assert all(p["fec"] == "RS-FEC - (544,514) + PLR" for p in pages)
+
+
+def test_dcgmi_dmon_row_that_does_not_fit_its_header_names_the_line() -> None:
+    text = (REAL / "dcgmi" / "dmon_prof_fields_8gpu_na_cut.txt").read_text()
+    cut = text.rstrip("\n").rsplit("  ", 3)[0] + "\n"  # the last row loses its last values (a killed dmon)
+    with pytest.raises(ToolFailure, match=r"line 13: 7 values under the 8 fields of line 2"):
+        get_parser("dcgmi")(cut)
+    with pytest.raises(ToolFailure, match="line 1: a dcgmi dmon header without any entity row"):
+        get_parser("dcgmi")("#Entity   POWER  TMPTR\nID\n")

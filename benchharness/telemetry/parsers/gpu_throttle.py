@@ -92,3 +92,11 @@ def parse_amd_throttle(text: str) -> list[dict[str, Any]]:
             if value.upper() == "ACTIVE":
                 current["active"].append(f"{cause} violation")
     return [g for g in gpus if g["reasons"] or g["accumulated"]]
+
+
+PARSERS = {"nvidia-smi-q": parse_performance, "amd-smi-metric-throttle": parse_amd_throttle}
+READS = {
+    "nvidia-smi-q": "nvidia-smi -q [-d PERFORMANCE] (drivers R4xx-R580: \"Clocks Throttle Reasons\" and "
+                    "\"Clocks Event Reasons\" with their counters); other -q sections are not read",
+    "amd-smi-metric-throttle": "amd-smi metric --throttle / --violation (ROCm 6.3+, MI300 and later)",
+}
