@@ -1,4 +1,6 @@
-"""``lspci -vvv``: per device PCIe link capability and status, payload sizes and NUMA node.
+"""``lspci -vvv [-k]``: per device PCIe link capability and status, payload sizes (DevCap MaxPayload;
+DevCtl MaxPayload / MaxReadReq), NUMA node, the kernel driver and modules, SR-IOV VF counts, and
+whether the function is a Virtual Function.
 
 The one reader of lspci's text: ``bench parse lspci`` and the probe's raw ``lspci -vvv -s BDF``
 of each NIC (``device_of``, used by ``telemetry/nic_config.py``) both go through ``parse_lspci``.
@@ -48,6 +50,18 @@ def parse_device(address: str | None, desc: tuple[str | None, str | None], body:
     dev["link_cap"] = _link(cap.group(1)) if cap else None
     dev["link_sta"] = _link(sta.group(1)) if sta else None
     dev["downgraded"] = _downgraded(dev["link_cap"], dev["link_sta"])
+    # present only when printed (lspci -k, the SR-IOV capability): absent is not "none"
+    m = re.search(r"Kernel driver in use:\s*(\S+)", text)
+    if m:
+        dev["kernel_driver"] = m.group(1)
+    m = re.search(r"Kernel modules:\s*(.+)", text)
+    if m:
+        dev["kernel_modules"] = [x.strip() for x in m.group(1).split(",") if x.strip()]
+    m = re.search(r"Initial VFs:\s*(\d+),\s*Total VFs:\s*(\d+),\s*Number of VFs:\s*(\d+)", text)
+    if m:
+        dev["sriov"] = {"initial_vfs": int(m.group(1)), "total_vfs": int(m.group(2)), "num_vfs": int(m.group(3))}
+    if re.search(r"\bVirtual Function\b", desc[1] or ""):
+        dev["virtual_function"] = True
     return dev
 
 
@@ -119,3 +133,4 @@ def device_of(text: str) -> dict[str, Any] | None:
 
 
 PARSERS = {"lspci": parse_lspci}
+READS = {"lspci": "lspci [-vvv] [-k] [-s BDF] (pciutils 3.x; grep excerpts of LnkCap/LnkSta/DevCtl lines too)"}
