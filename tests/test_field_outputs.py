@@ -192,3 +192,15 @@ def test_dcgmi_dmon_row_that_does_not_fit_its_header_names_the_line() -> None:
         get_parser("dcgmi")(cut)
     with pytest.raises(ToolFailure, match="line 1: a dcgmi dmon header without any entity row"):
         get_parser("dcgmi")("#Entity   POWER  TMPTR\nID\n")
+
+
+def test_rocm_smi_by_its_own_name_reads_each_section() -> None:
+    rocm = get_parser("rocm-smi")
+    mi210 = rocm((HEALTH / "rocm_smi_mi210_product_memory_temp_power.txt").read_text())
+    assert mi210["temperatures"] == [{"gpu": 0, "sensor": "junction", "temperature_c": 35.0}]
+    assert mi210["power"] == [{"gpu": 0, "reading": "average_graphics_package_power", "power_w": 42.0}]
+    assert "topology" not in mi210
+    topo = rocm((REAL / "rocm-smi-topo" / "showtoponuma_8gpu_two_nodes_tabs_prompt.txt").read_text())
+    assert topo["topology"]["numa"] and "power" not in topo and "temperatures" not in topo
+    temps = rocm((REAL / "rocm-smi-temp" / "mi300a_junction_memory_no_gpu_prefix.txt").read_text())
+    assert [t["sensor"] for t in temps["temperatures"]] == ["junction", "memory"]

@@ -86,5 +86,41 @@ def parse_rocm_smi_temp(text: str) -> list[dict[str, Any]]:
     return out
 
 
+_ROCM_POWER = re.compile(r"^(?:GPU\[(\d+)\]\s*:\s*)?((?:Average|Current|Max)[\w ]*? Power)\s*\(W\):\s*([-\d.]+)")
+
+
+def parse_rocm_smi_power(text: str) -> list[dict[str, Any]]:
+    """``rocm-smi --showpower`` / ``--showmaxpower`` lines (``Average Graphics Package Power (W)``,
+    ROCm 6's ``Current Socket Graphics Package Power (W)``, ``Max Graphics Package Power (W)``)."""
+    out: list[dict[str, Any]] = []
+    for line in clean_text(text).splitlines():
+        m = _ROCM_POWER.match(line.strip())
+        if m and to_float(m.group(3)) is not None:
+            out.append({"gpu": to_int(m.group(1)) if m.group(1) else None,
+                        "reading": re.sub(r"[^0-9a-z]+", "_", m.group(2).lower()).strip("_"),
+                        "power_w": to_float(m.group(3))})
+    return out
+
+
+def parse_rocm_smi(text: str) -> dict[str, Any]:
+    """Any ``rocm-smi`` text (``--showtemp``, ``--showpower``, ``--showtopo[numa]``, or several in
+    one): each section read by its reader; what a section did not print is absent."""
+    out: dict[str, Any] = {}
+    temps = parse_rocm_smi_temp(text)
+    power = parse_rocm_smi_power(text)
+    topo = parse_rocm_smi_topo(text)
+    if temps:
+        out["temperatures"] = temps
+    if power:
+        out["power"] = power
+    if topo["numa"] or topo["tables"]:
+        out["topology"] = topo
+    return out
+
+
 PARSERS = {"amd-smi-topology": parse_amd_smi_topology, "rocm-smi-topo": parse_rocm_smi_topo,
-           "rocm-smi-temp": parse_rocm_smi_temp}
+           "rocm-smi-temp": parse_rocm_smi_temp, "rocm-smi-power": parse_rocm_smi_power,
+           "rocm-smi": parse_rocm_smi}
+READS = {"rocm-smi": "rocm-smi [--showtemp] [--showpower] [--showtopo|--showtoponuma] (ROCm 5.x-6.x): temperatures, "
+                     "package power and topology sections, in one text or apart",
+         "rocm-smi-power": "rocm-smi --showpower / --showmaxpower (ROCm 5.x-6.x)"}
