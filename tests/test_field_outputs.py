@@ -204,3 +204,15 @@ def test_rocm_smi_by_its_own_name_reads_each_section() -> None:
     assert topo["topology"]["numa"] and "power" not in topo and "temperatures" not in topo
     temps = rocm((REAL / "rocm-smi-temp" / "mi300a_junction_memory_no_gpu_prefix.txt").read_text())
     assert [t["sensor"] for t in temps["temperatures"]] == ["junction", "memory"]
+
+
+def test_ibv_devinfo_grep_excerpt_keeps_each_ports_width_speed_and_rate() -> None:
+    """``ibv_devinfo -v | grep`` kept the port lines but not ``port: 1``: the port is still a port,
+    with its width x speed (4 x 25 = 100 Gb/s, the Rate ibstat printed on that host)."""
+    devices = get_parser("ibv_devinfo")((HEALTH / "ibv_devinfo_v_grep_bf3_port_down_link_up.txt").read_text())
+    assert [d["device"] for d in devices] == ["mlx5_0", "mlx5_1"]
+    for dev in devices:
+        (port,) = dev["ports"]
+        assert port["state"] == "PORT_DOWN" and port["phys_state"] == "LINK_UP"
+        assert port["active_width"] == 4 and port["active_speed_gbps"] == 25.0 and port["rate_gbps"] == 100.0
+        assert dev["fw_ver"] == "32.47.1088" and "state" not in dev

@@ -51,6 +51,10 @@ def _paren_code(value: str) -> tuple[str, int | None]:
     return (m.group(1), int(m.group(2))) if m else (value, None)
 
 
+_PORT_KEYS = frozenset({"state", "phys_state", "active_width", "active_speed", "active_mtu", "max_mtu",
+                        "link_layer", "port_lid", "sm_lid"})
+
+
 def parse_ibv_devinfo(text: str) -> list[dict[str, Any]]:
     """``ibv_devinfo [-v]``: devices, their attributes, ports (state, MTUs, width x speed) and GIDs."""
     devices: list[dict[str, Any]] = []
@@ -83,6 +87,9 @@ def parse_ibv_devinfo(text: str) -> list[dict[str, Any]]:
         if not sep or not value.strip():
             continue
         key, value = key.strip(), value.strip()
+        if port is None and key in _PORT_KEYS:  # a grep excerpt kept the port's lines, not "port: N"
+            port = {"port": None, "gids": []}
+            dev["ports"].append(port)
         target = port if port is not None else dev
         if key in ("state", "phys_state"):
             name, code = _paren_code(value)
