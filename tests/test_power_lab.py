@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -87,6 +88,13 @@ def test_each_hosts_bmc_gives_watts_per_reading_and_energy_per_step(lab_maker, t
     assert figures["tb_moved"] == pytest.approx(3 * 3 * 300e6 / 8 / 1e12, rel=0.1), figures
     assert figures["energy_per_tb_wh"] == pytest.approx(joules / 3600 / figures["tb_moved"])
     assert figures["w_per_gbps"] == pytest.approx(joules / (figures["tb_moved"] * 8e3))
+    # the comparison's scorecard shows the same figures (a run compared with itself)
+    comp = subprocess.run([sys.executable, "-m", "benchharness", "compare", str(out), str(out), "format=json"],
+                          capture_output=True, text=True, timeout=120)
+    assert comp.returncode == 0, comp.stdout + comp.stderr
+    card = {r["key"]: r for r in json.loads(comp.stdout)["scorecard"]}
+    assert [c["value"] for c in card["power"]["cells"]] == pytest.approx([figures["node_power_w"]] * 2)
+    assert [c["value"] for c in card["energy"]["cells"]] == pytest.approx([figures["energy_per_tb_wh"]] * 2)
     report = (out / "report.html").read_text()
     assert "Node power per host (BMC)" in report and "energy per TB moved" in report
     assert not _grep(IPMI_PW, out) and not _grep(REDFISH_PW, out), "a BMC password was stored"

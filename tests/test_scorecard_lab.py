@@ -68,7 +68,8 @@ def test_scorecard_names_the_fastest_link_and_what_a_run_did_not_measure(lab_mak
     page = tmp_path / "cmp.html"
     assert bench("compare", *map(str, runs), f"out={page}").returncode == 0
     text = html.unescape(page.read_text())
-    assert text.index('id="scorecard"') < text.index('class="verdicts"')  # first, before the sentences
+    # in the reviewers' summary, right after the sentences and before every other section
+    assert text.index('class="verdicts"') < text.index('id="scorecard"') < text.index('id="runs"')
     for row in rows.values():  # the same rows in the page as in format=json
         assert row["title"] in text and row["decision"] in text
         assert all(c["text"] in text for c in row["cells"])

@@ -278,10 +278,21 @@ def pcie_evidence(run: RunDir, info: Mapping[str, Any]) -> Figure | Absent | Non
                   value=min(ratios))
 
 
-def power_evidence(df: pd.DataFrame, lab: str, bandwidth: Figure | Absent | None
+def power_evidence(run: RunDir, df: pd.DataFrame, lab: str, bandwidth: Figure | Absent | None
                    ) -> tuple[Figure | None, Figure | None]:
-    """Measured power (sample metrics ending ``power_w``) and energy per TB moved (Wh/TB, from the
-    power and the one-direction bandwidth); None where the run has no power samples."""
+    """Measured power and energy per TB moved (Wh/TB): the BMC readings the run stored
+    (``results/power.run_power``), else sample metrics ending ``power_w`` with the one-direction
+    bandwidth; None where the run has neither."""
+    from benchharness.results.power import run_power
+
+    bmc = run_power(run)
+    if "node_power_w" in bmc:
+        hosts, steps = int(bmc.get("power_hosts") or 0), int(bmc.get("power_steps") or 0)
+        watts = Figure((), hosts, steps, "", "BMC node power, mean over steps", value=float(bmc["node_power_w"]))
+        per_tb = bmc.get("energy_per_tb_wh")
+        energy = Figure((), hosts, steps, "", "BMC energy over data moved", value=float(per_tb)) \
+            if per_tb is not None else None
+        return watts, energy
     cols = [c for c in df.columns if str(c).endswith("power_w")] if not df.empty else []
     rows = df[df["run"] == lab] if cols else df
     col = next((c for c in cols if rows[c].notna().any()), None)
@@ -349,9 +360,9 @@ def run_evidence(runs: Sequence[RunDir], infos: Sequence[Mapping[str, Any]], lab
          lambda r, i, lab: thermal_evidence(r, i)),
         (Criterion("pcie", "PCIe headroom (usable / line rate, tightest rail)", "×", True, count=True),
          lambda r, i, lab: pcie_evidence(r, i)),
-        (Criterion("power", "Measured power", "W", False), lambda r, i, lab: power_evidence(df, lab, bw.get(lab))[0]),
+        (Criterion("power", "Measured power", "W", False), lambda r, i, lab: power_evidence(r, df, lab, bw.get(lab))[0]),
         (Criterion("energy", "Energy per TB moved", "Wh/TB", False),
-         lambda r, i, lab: power_evidence(df, lab, bw.get(lab))[1]),
+         lambda r, i, lab: power_evidence(r, df, lab, bw.get(lab))[1]),
         (Criterion("price", "Price (inventory)", "USD", False, count=True), lambda r, i, lab: price_evidence(i)),
     ]
     health_cache: dict[str, dict[str, Figure | Absent]] = {}
