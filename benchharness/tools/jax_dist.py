@@ -29,7 +29,7 @@ from benchharness.tools.mpi_launch import check_env, gpu_count
 from benchharness.tools.nccl_debug import parse_nccl_debug
 from benchharness.tools.nccl_parse import parse_nccl_tests, with_nranks
 from benchharness.tools.nccl_tests import ANY, NcclTests, requirements
-from benchharness.tools.torch_dist import has_gpus, merged, numa_args, rank_env
+from benchharness.tools.torch_dist import check_results, has_gpus, merged, numa_args, rank_env, sized_for_cpus
 
 OPS = ("all_reduce", "all_gather", "alltoall")
 PROGRAM = f"{ONHOST_DIR}/jax_dist.py"
@@ -119,9 +119,7 @@ class JaxCollectives:
     def commands(self, step: Step, launcher: str = "ssh") -> list[Command]:
         p = requirements(merged(step.params, PARAMS), step.hosts)
         gpus = has_gpus(step.hosts)
-        if not gpus and parse_size(p["maxbytes"]) > parse_size(p["cpu_maxbytes"]):
-            p |= {"maxbytes": p["cpu_maxbytes"],
-                  "minbytes": min(parse_size(p["minbytes"]), parse_size(p["cpu_maxbytes"]))}
+        p = sized_for_cpus(p, gpus)
         slots = [int(p["procs_per_host"] or (gpu_count(h) if gpus else 1) or 1) for h in step.hosts]
         if len(set(slots)) > 1:
             raise ConfigError(f"step {step.id}: hosts have different GPU counts ({slots}); set procs_per_host")
@@ -144,7 +142,7 @@ class JaxCollectives:
 
     def parse_step(self, step: Step, results: Sequence[CommandResult]) -> list[Record]:
         p = requirements(merged(step.params, PARAMS), step.hosts)
-        res = check_results(step, results)
+        res = check_results(step, results, MARKER, _MISSING, "jax_python")
         text = "\n".join(f"{r.stdout}\n{r.stderr}" for r in results)
         debug = parse_nccl_debug(text)
         extra = {**header(res.stdout), "nccl_network": debug["network"], "nccl_gdr": debug["gdr"]}
@@ -159,35 +157,6 @@ class JaxCollectives:
     def parse_text(self, text: str) -> list[Record]:
         debug = parse_nccl_debug(text)
         return _records(text, None, {**header(text), "nccl_network": debug["network"], "nccl_gdr": debug["gdr"]})
-
-
-def check_results(step: Step, results: Sequence[CommandResult], marker: str = MARKER,
-                  missing_module: re.Pattern[str] = _MISSING, var: str = "jax_python") -> CommandResult:
-    """Process 0's result (the one that printed ``marker`` and its table); ToolFailure naming the
-    host otherwise: ``tool_missing`` where the interpreter lacks a module ``missing_module`` names
-    (say which host var sets the interpreter: ``var``)."""
-    if not results:
-        raise ToolFailure("no_results", f"step {step.id}: {step.tool} did not run")
-    for res in results:
-        where = f"step {step.id} on {res.command.host.name}"
-        if res.error:
-            raise ToolFailure("launch_failed", f"{where}: {res.error}")
-        missing = missing_module.search(f"{res.stdout}\n{res.stderr}")
-        if missing:
-            raise ToolFailure("tool_missing", f"{where}: {res.command.argv[0]} has no {missing.group(1)} "
-                              f"(set the suite's python, or host var {var})", host=res.command.host.name)
-        if res.timed_out:
-            raise ToolFailure("timeout", f"{where}: ran past {res.command.timeout_s:.0f} s")
-    mine = [r for r in results if marker in r.stdout]
-    bad = [r for r in results if r.rc not in (0, None) and not r.stopped]
-    if bad and not mine:
-        res = bad[0]
-        tail = " | ".join(res.stderr.strip().splitlines()[-3:])
-        raise ToolFailure("crashed", f"step {step.id} on {res.command.host.name}: exited with status {res.rc}"
-                          + (f": {tail}" if tail else ""))
-    if not mine:
-        raise ToolFailure("no_results", f"step {step.id}: no {step.tool} process printed results")
-    return mine[0]
 
 
 def header(text: str) -> Record:

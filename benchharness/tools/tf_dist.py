@@ -22,12 +22,12 @@ from benchharness.core.errors import ToolFailure
 from benchharness.core.model import Command, CommandResult, Host, Record, Step
 from benchharness.core.units import parse_size
 from benchharness.tools.common import ONHOST_DIR, onhost_uploads
-from benchharness.tools.jax_dist import check_results, env_of
+from benchharness.tools.jax_dist import env_of
 from benchharness.tools.mpi_launch import check_env
 from benchharness.tools.nccl_debug import parse_nccl_debug
 from benchharness.tools.nccl_parse import parse_nccl_tests, with_nranks
 from benchharness.tools.nccl_tests import ANY, NcclTests, requirements
-from benchharness.tools.torch_dist import has_gpus, merged
+from benchharness.tools.torch_dist import check_results, has_gpus, merged, sized_for_cpus
 
 PROGRAM = f"{ONHOST_DIR}/tf_dist.py"
 #: Every worker's gRPC server port when the planner gives none (TF_CONFIG names one per worker).
@@ -90,9 +90,7 @@ class TfAllReduce:
     def commands(self, step: Step, launcher: str = "ssh") -> list[Command]:
         p = requirements(merged(step.params, PARAMS), step.hosts)
         gpus = has_gpus(step.hosts)
-        if not gpus and parse_size(p["maxbytes"]) > parse_size(p["cpu_maxbytes"]):
-            p |= {"maxbytes": p["cpu_maxbytes"],
-                  "minbytes": min(parse_size(p["minbytes"]), parse_size(p["cpu_maxbytes"]))}
+        p = sized_for_cpus(p, gpus)
         port = step.port or DEFAULT_PORT
         workers = ",".join(f"{h.address}:{port}" for h in step.hosts)
         sweep = ["-b", str(parse_size(p["minbytes"])), "-e", str(parse_size(p["maxbytes"])),

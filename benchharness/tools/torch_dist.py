@@ -206,30 +206,45 @@ def _srun(step: Step, p: Mapping[str, Any], slots: list[int], argv: list[str], e
                    timeout_s=float(p["timeout"]), label=f"srun-{first.name}", uploads=uploads)
 
 
-def check_results(step: Step, results: Sequence[CommandResult], marker: str) -> CommandResult:
-    """The result whose output holds ``marker`` (rank 0's); ToolFailure naming the host otherwise."""
+_TORCH_MISSING = re.compile(r"No module named '?(torch)\b")
+
+
+def check_results(step: Step, results: Sequence[CommandResult], marker: str,
+                  missing_module: re.Pattern[str] = _TORCH_MISSING, var: str = "torch_python") -> CommandResult:
+    """Rank 0's result (the one that printed ``marker`` and its table); ToolFailure naming the host
+    otherwise: ``tool_missing`` where the interpreter lacks a module ``missing_module`` names (and
+    which host var sets the interpreter: ``var``). Shared by the framework adapters."""
     if not results:
-        raise ToolFailure("no_results", f"step {step.id}: torch did not run")
+        raise ToolFailure("no_results", f"step {step.id}: {step.tool} did not run")
     for res in results:
-        text = f"{res.stdout}\n{res.stderr}"
         where = f"step {step.id} on {res.command.host.name}"
         if res.error:
             raise ToolFailure("launch_failed", f"{where}: {res.error}")
-        if "No module named 'torch'" in text or "No module named torch" in text:
-            raise ToolFailure("tool_missing", f"{where}: {res.command.argv[0]} has no torch "
-                              "(set the suite's python, or host var torch_python)", host=res.command.host.name)
+        missing = missing_module.search(f"{res.stdout}\n{res.stderr}")
+        if missing:
+            raise ToolFailure("tool_missing", f"{where}: {res.command.argv[0]} has no {missing.group(1)} "
+                              f"(set the suite's python, or host var {var})", host=res.command.host.name)
         if res.timed_out:
             raise ToolFailure("timeout", f"{where}: ran past {res.command.timeout_s:.0f} s")
     mine = [r for r in results if marker in r.stdout]
     bad = [r for r in results if r.rc not in (0, None) and not r.stopped]
     if bad and not mine:
         res = bad[0]
-        tail = " | ".join(line for line in res.stderr.strip().splitlines()[-3:])
+        tail = " | ".join(res.stderr.strip().splitlines()[-3:])
         raise ToolFailure("crashed", f"step {step.id} on {res.command.host.name}: exited with status {res.rc}"
                           + (f": {tail}" if tail else ""))
     if not mine:
         raise ToolFailure("no_results", f"step {step.id}: no rank printed results")
     return mine[0]
+
+
+def sized_for_cpus(p: dict[str, Any], gpus: bool) -> dict[str, Any]:
+    """``p`` with the sweep stopped at ``cpu_maxbytes`` on CPU hosts: the GPU sizing (8G) would
+    take minutes per size on CPUs."""
+    if not gpus and parse_size(p["maxbytes"]) > parse_size(p["cpu_maxbytes"]):
+        p |= {"maxbytes": p["cpu_maxbytes"],
+              "minbytes": min(parse_size(p["minbytes"]), parse_size(p["cpu_maxbytes"]))}
+    return p
 
 
 def header(text: str) -> Record:
@@ -267,11 +282,7 @@ class TorchCollectives:
         check_params(params)
 
     def commands(self, step: Step, launcher: str = "ssh") -> list[Command]:
-        p = merged(step.params, PARAMS)
-        if not has_gpus(step.hosts) and parse_size(p["maxbytes"]) > parse_size(p["cpu_maxbytes"]):
-            # the GPU sizing (8G) would take minutes per size on CPUs: stop at cpu_maxbytes
-            p |= {"maxbytes": p["cpu_maxbytes"],
-                  "minbytes": min(parse_size(p["minbytes"]), parse_size(p["cpu_maxbytes"]))}
+        p = sized_for_cpus(merged(step.params, PARAMS), has_gpus(step.hosts))
         program = [PROGRAM, "--op", p["op"], "--backend", p["backend"], "-b", str(parse_size(p["minbytes"])),
                    "-e", str(parse_size(p["maxbytes"])), "-f", str(p["stepfactor"]), "-n", str(p["iters"]),
                    "-w", str(p["warmup"]), "-c", str(p["check"])]
