@@ -267,7 +267,7 @@ def thermal_evidence(run: RunDir, info: Mapping[str, Any]) -> Figure | None:
 
 def pcie_evidence(run: RunDir, info: Mapping[str, Any]) -> Figure | Absent | None:
     """PCIe headroom: the slot's usable bandwidth over the NIC's line rate, the tightest rail."""
-    found = [f for f in runview._judge_stored_facts(run, info) if f.check == "pcie_bandwidth"]
+    found = [f for f in runview.judge_stored_facts(run, info) if f.check == "pcie_bandwidth"]
     if not found:
         return None
     valued = [f for f in found if f.value is not None and f.limit]

@@ -207,7 +207,7 @@ def telemetry_warnings(run: RunDir, info: Mapping[str, Any] | None = None) -> li
     info = info if info is not None else run.run_info()
     records = read_preflight(run)
     if not records:
-        records = [f.record() for f in _judge_stored_facts(run, info)]
+        records = [f.record() for f in judge_stored_facts(run, info)]
     warnings: list[dict[str, Any]] = []
     for v in records:
         if str(v.get("status", "")).lower() in ("fail", "warn", "failed", "warning"):
@@ -247,7 +247,7 @@ def stored_hosts(run: RunDir, info: Mapping[str, Any]) -> list[tuple[Host, Mappi
     return out
 
 
-def _judge_stored_facts(run: RunDir, info: Mapping[str, Any]) -> list[Finding]:
+def judge_stored_facts(run: RunDir, info: Mapping[str, Any]) -> list[Finding]:
     """Findings over the run's stored probe facts, hosts and rails rebuilt from its inventory snapshot."""
     return [f for host, hf in stored_hosts(run, info)
             for f in host_checks.judge(host, hf, required_tools=()) if f.check != "cpu_governor"]
@@ -264,7 +264,7 @@ def rail_rows(run: RunDir, info: Mapping[str, Any] | None = None) -> dict[str, l
     ``preflight.json``, else are judged now (``host_checks``, the one judge)."""
 
     info = info if info is not None else run.run_info()
-    records = read_preflight(run) or [f.record() for f in _judge_stored_facts(run, info)]
+    records = read_preflight(run) or [f.record() for f in judge_stored_facts(run, info)]
     out: dict[str, list[dict[str, str]]] = {}
     for host, hf in stored_hosts(run, info):
         judged = host_checks.HostJudge(host, hf)
