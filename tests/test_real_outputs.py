@@ -69,7 +69,7 @@ def _same(want: Any, got: Any, where: str) -> None:
 
 def _rows(tool: str, data: Any, select: str | None) -> tuple[list[Any], dict[str, Any] | None]:
     """(records the expectation counts, nccl-tests footer) of one parse."""
-    if tool in ("nccl-tests", "nccl-tests-json", "rccl-tests"):
+    if tool in ("nccl-tests", "nccl-tests-json", "rccl-tests", "rccl-tests-json"):
         return [r for r in data if r.get("kind") in ("summary", "invalid")], \
             next((r for r in data if r.get("kind") == "footer"), None)
     if tool == "iperf3":
