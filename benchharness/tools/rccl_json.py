@@ -53,7 +53,7 @@ def _wrong(row: Mapping[str, Any]) -> int | None:
 
 
 def _record(row: Mapping[str, Any], line_no: int, line: str) -> Record:
-    if not isinstance(row, Mapping) or not _KEYS <= set(row):
+    if not isinstance(row, Mapping) or not set(row) >= _KEYS:
         raise ToolFailure("unreadable", f"line {line_no}: not an rccl-tests result (no size/algBw/busBw): "
                                         f"{line.strip()[:80]!r}")
     name = str(row.get("name", ""))
