@@ -17,6 +17,8 @@ import pytest
 
 from benchharness.core.errors import ToolFailure
 from benchharness.core.model import CommandResult, Host, Step
+from benchharness.report.compare import render_comparison
+from benchharness.report.exports import comparison_json
 from benchharness.results import frameworks
 from benchharness.results.store import RunDir
 from benchharness.tools import get_tool
@@ -102,3 +104,33 @@ def test_a_run_without_frameworks_has_no_matrix(tmp_path: Path) -> None:
     run = Run(tmp_path / "run")
     run.step("nccl-tests", {"op": "all_reduce"}, gpu_hosts(), NCCL_TESTS)
     assert frameworks.matrix(run.dir) is None
+
+
+def test_compare_puts_each_runs_matrix_side_by_side(tmp_path: Path) -> None:
+    """``bench compare``'s matrix (``side_by_side``): one row per framework and collective any run
+    tried, each run's own cell in it (None where the run did not try it)."""
+    hosts = tuple(Host(f"h{i}", f"198.18.0.{i}", user="root", vars={"netdev": "eth0"}) for i in (1, 2, 3))
+    a, b = Run(tmp_path / "a"), Run(tmp_path / "b")
+    a.step("jax", {"op": "all_reduce"}, hosts, JAX_TABLE)
+    a.step("jax", {"op": "alltoall"}, hosts, (FIX / "captured" / "jax" / "alltoall_3hosts_gloo.txt").read_text())
+    b.step("jax", {"op": "all_reduce"}, hosts, "", "ModuleNotFoundError: No module named 'jax'\n", rc=1)
+    side = frameworks.side_by_side([a.dir, b.dir], ["nic-a", "nic-b"])
+    assert side is not None and side["labels"] == ["nic-a", "nic-b"]
+    rows = {(r["framework"], r["collective"]): r["cells"] for r in side["rows"]}
+    assert list(rows) == [("JAX", "all_reduce"), ("JAX", "alltoall")]
+    ran, missing = rows[("JAX", "all_reduce")]["nic-a"], rows[("JAX", "all_reduce")]["nic-b"]
+    assert ran == {k: frameworks.matrix(a.dir)["rows"][0][k] for k in frameworks.SIDE_BY_SIDE_FIELDS}
+    assert ran["status"] == "ran" and ran["transport"] == "gloo (TCP sockets)" and ran["busbw_GBps"] > 0
+    assert missing["status"] == "not installed" and missing["host"] == "h1" and "has no jax" in missing["error"]
+    assert rows[("JAX", "alltoall")]["nic-a"]["status"] == "ran" and rows[("JAX", "alltoall")]["nic-b"] is None
+    # bench compare's JSON and HTML carry it, under the comparison's own run labels
+    for run, name in ((a, "nic-a"), (b, "nic-b")):
+        run.dir.write_run_info({"run_id": name, "suite": {"name": "frameworks"}, "hosts": ["h1", "h2", "h3"],
+                                "state": "complete", "labels": {"label": name}})
+    assert comparison_json([a.dir, b.dir])["frameworks"] == side
+    page = render_comparison([a.dir, b.dir], tmp_path / "c.html").read_text()
+    table = page.split("frameworks-compare")[1].split("</table>")[0]
+    assert table.count("<tr>") == 3 and "has no jax" in table and "gloo (TCP sockets)" in table  # header, 2 rows
+    empty = Run(tmp_path / "c")
+    empty.step("nccl-tests", {"op": "all_reduce"}, gpu_hosts(), NCCL_TESTS)
+    assert frameworks.side_by_side([empty.dir, empty.dir], ["x", "y"]) is None

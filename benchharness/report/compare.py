@@ -44,7 +44,7 @@ def comparison_context(runs: Sequence[RunDir], threshold: float = stats.EQUIVALE
             "cost": comp.cost, "cost_chart": _cost_chart(comp), "noise": comp.noise,
             "projection": comp.projection, "projection_chart": _projection_chart(comp),
             "cpu": _cpu(runs, comp), "parity": parity.parity(runs, comp.labels),
-            "packet_rate": _packet_rate(runs, comp),
+            "packet_rate": _packet_rate(runs, comp), "frameworks": _frameworks(runs, comp),
             "generated": when(dt.datetime.now(dt.UTC).timestamp())}
 
 
@@ -64,6 +64,14 @@ def _packet_rate(runs: Sequence[RunDir], comp: Comparison) -> list[dict[str, Any
 
     return [{"label": r.get("label"), **row} for r, run in zip(comp.runs, runs, strict=False)
             for row in packet_rate.run_summary(run)]
+
+
+def _frameworks(runs: Sequence[RunDir], comp: Comparison) -> dict[str, Any] | None:
+    """Each run's framework compatibility matrix side by side (``results/frameworks.side_by_side``);
+    None when no run has a framework step."""
+    from benchharness.results import frameworks
+
+    return frameworks.side_by_side(runs, comp.labels)
 
 
 def _case_text(row: dict[str, Any], cols: Sequence[str]) -> str:

@@ -106,7 +106,9 @@ def comparison_json(runs: Sequence[RunDir], threshold: float | None = None,
         else comparison.compare(list(runs), threshold=threshold, workload=workload)
     from benchharness.analysis import parity
     from benchharness.report import scaling_section
+    from benchharness.results import frameworks
 
     return {"format": "benchharness-comparison", "version": 2, **comp.to_dict(),
             "parity": parity.parity(list(runs), comp.labels).to_dict(),
-            "scaling": scaling_section.comparison_json(comp.cells, comp.keys)}
+            "scaling": scaling_section.comparison_json(comp.cells, comp.keys),
+            "frameworks": frameworks.side_by_side(list(runs), comp.labels)}

@@ -152,3 +152,26 @@ def _cell(tool: str, framework: str, op: str, cell_steps: Sequence[Mapping[str, 
         cell["finding"] = (f"busbw {cell['busbw_GBps']:.4g} GB/s is {cell['ratio']:.0%} of {cell['reference']}'s "
                            f"{cell['reference_busbw_GBps']:.4g} GB/s (below {FAR_BELOW:.0%})")
     return cell
+
+
+#: What ``side_by_side`` keeps of each run's cell (the rest is in that run's own report).
+SIDE_BY_SIDE_FIELDS = ("status", "transport", "size_bytes", "busbw_GBps", "reference", "ratio", "finding", "error",
+                       "host")
+
+
+def side_by_side(runs: Sequence[RunDir], labels: Sequence[str]) -> dict[str, Any] | None:
+    """The matrices of several runs (``bench compare``) side by side, JSON-ready: ``labels``, and
+    ``rows`` of framework x collective (in the order they first appear) with ``cells``: label -> that
+    run's cell (``SIDE_BY_SIDE_FIELDS``), or None where the run did not try that framework and
+    collective. None when no run has a framework step."""
+    found = [matrix(run) for run in runs]
+    if not any(found):
+        return None
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    for label, m in zip(labels, found, strict=True):
+        for cell in (m or {}).get("rows", []):
+            row = rows.setdefault((cell["framework"], cell["collective"]), {
+                "framework": cell["framework"], "collective": cell["collective"],
+                "cells": dict.fromkeys(labels)})
+            row["cells"][label] = {k: cell.get(k) for k in SIDE_BY_SIDE_FIELDS}
+    return {"labels": list(labels), "rows": list(rows.values()), "far_below": FAR_BELOW}
