@@ -94,9 +94,7 @@ def parse_amd_throttle(text: str) -> list[dict[str, Any]]:
     return [g for g in gpus if g["reasons"] or g["accumulated"]]
 
 
-PARSERS = {"nvidia-smi-q": parse_performance, "amd-smi-metric-throttle": parse_amd_throttle}
+PARSERS = {"amd-smi-metric-throttle": parse_amd_throttle}  # nvidia-smi -q as a whole: nvidia_smi_q.py
 READS = {
-    "nvidia-smi-q": "nvidia-smi -q [-d PERFORMANCE] (drivers R4xx-R580: \"Clocks Throttle Reasons\" and "
-                    "\"Clocks Event Reasons\" with their counters); other -q sections are not read",
     "amd-smi-metric-throttle": "amd-smi metric --throttle / --violation (ROCm 6.3+, MI300 and later)",
 }
