@@ -509,9 +509,13 @@ def test_compare_reads_the_torch_suites_curves_and_intervals_cover_every_term(tm
     proj = comp.projection
     # the synthetic runs have one rank per host: a TP 1 group of 8 ranks per node drives 8 NICs
     assert proj["notes"][0] == "expert all-to-all: projected from each run's alltoall curve"
-    assert [n.split(": ", 1)[1] for n in proj["notes"][1:]] == [
+    assert [n.split(": ", 1)[1] for n in proj["notes"] if n.startswith("gradient all-reduce")] == [
         "the 16 ranks, 1 per node curve x 8 (a DP group of 8 rank(s) per node with TP 1 drives "
         "8 of the node's 8 NICs)"] * 2
+    assert proj["notes"][3:] == [  # no NIC price or power in these runs' inventories: said, not guessed
+        "NIC and optics price not in the projection: no run has it (inventory nic_price_usd / optic_price_usd)",
+        "NIC and optics power not in the projection: no run has it (inventory nic_power_w / optic_power_w, "
+        "or measured NIC power)"]
     rows = proj["rows"]
     assert rows[1]["a2a_ms"] == pytest.approx(2 * rows[0]["a2a_ms"], rel=0.01)
     assert rows[1]["exposed_ms"] == pytest.approx(rows[0]["exposed_ms"], rel=0.01)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from benchharness.analysis import frames as analysis
-from benchharness.analysis import projection, scorecard, scorecard_evidence, sentences, stats
+from benchharness.analysis import nic_cost, projection, scorecard, scorecard_evidence, sentences, stats
 from benchharness.config.workloads import Workload, load_workload
 from benchharness.core.metrics import gbps_factor, higher_is_better
 from benchharness.results import runview
@@ -156,7 +156,9 @@ def compare(runs: Sequence[RunDir], threshold: float = stats.EQUIVALENCE,
         comp.noise = _noise(cells)
         comp.statements = sentences.band_statements(bands, labels, threshold) + \
             sentences.cost_statements(comp.cost)
-        comp.projection = projection.comparison_projection(cells, labels, workload or load_workload(DEFAULT_WORKLOAD))
+        nics = {lab: nic_cost.run_nic_cost(r, info) for r, info, lab in zip(runs, infos, labels, strict=True)}
+        comp.projection = projection.comparison_projection(cells, labels, workload or load_workload(DEFAULT_WORKLOAD),
+                                                           nics)
         comp.statements = list(comp.projection.get("statements", [])) + comp.statements
     criteria, evidence = scorecard_evidence.run_evidence(runs, infos, labels, df, keys,
                                                          comp.projection.get("rows") or [])

@@ -30,6 +30,12 @@ Sources of the formulas:
   rails; with TP 1 the 8-rank curve applies. All-to-all and send/recv busbw are per-rank figures,
   and on rail-aligned nodes each rank has its own GPU's share of the NICs whatever the group's
   shape, so they are used as measured.
+- NICs and optics (``NicCost``): each of the ``nodes x nics_per_node`` NICs, with its optics, adds
+  its power to the node's for the run's hours (``nic_mwh``), and the run is charged its hours'
+  share of their price over ``nic_service_years`` (straight-line depreciation, ``nic_usd``, at
+  most the price); the
+  whole purchase is ``nic_capex_usd``. A figure enters only where every compared run has it
+  (``nic_terms``), so that a run whose NIC is not priced does not look cheaper.
 """
 
 from __future__ import annotations
@@ -43,6 +49,18 @@ from typing import Any
 from benchharness.config.workloads import Workload
 
 MIB = 1 << 20
+HOURS_PER_YEAR = 24 * 365.25
+
+
+@dataclass(frozen=True)
+class NicCost:
+    """One scale-out NIC with its optics, as every NIC of every node counts in the projection: its
+    price (USD) and power (W), None where not known, and where each figure came from."""
+
+    price_usd: float | None = None
+    power_w: float | None = None
+    price_source: str = ""
+    power_source: str = ""
 
 
 @dataclass(frozen=True)
@@ -107,6 +125,11 @@ class Projection:
     gpu_hours: float
     usd: float
     mwh: float
+    #: The NICs' and optics' part of ``usd`` (their price's share over the run) and of ``mwh``.
+    nic_usd: float = 0.0
+    nic_mwh: float = 0.0
+    #: What the run's NICs and optics cost to buy (``nodes x nics x price``).
+    nic_capex_usd: float = 0.0
 
 
 def ddp_exposed_ms(curve: Curve, grad_bytes: float, bucket_bytes: float, n: int, backward_ms: float,
@@ -140,10 +163,10 @@ def needs(w: Workload) -> dict[str, bool]:
 
 
 def project(w: Workload, curve: Curve, parameters: float | None = None, alltoall: Curve | None = None,
-            sendrecv: Curve | None = None) -> Projection:
+            sendrecv: Curve | None = None, nic: NicCost | None = None) -> Projection:
     """The workload ``w`` (optionally at another parameter count, compute scaled with it) on ``curve``
     (all-reduce); the expert all-to-all and pipeline send/recv terms on their own measured curves
-    when given, else on the all-reduce curve."""
+    when given, else on the all-reduce curve; ``nic``'s price and power on each of the run's NICs."""
     params = parameters or w.parameters
     compute = w.compute_ms * params / w.parameters
     grad = params * w.dtype_bytes / (w.tensor * w.pipeline)  # one GPU's share of the gradients
@@ -162,9 +185,14 @@ def project(w: Workload, curve: Curve, parameters: float | None = None, alltoall
         p2p = 2 * w.microbatches * size / ((sendrecv or curve).at(size) * 1e9) * 1e3  # busbw factor 1
     step = compute + exposed + a2a + p2p
     hours = w.steps * step / 3.6e6
+    fleet = w.nodes * w.nics
+    capex = fleet * nic.price_usd if nic and nic.price_usd is not None else 0.0
+    nic_usd = capex * min(hours / (w.nic_service_years * HOURS_PER_YEAR), 1.0)  # at most the purchase
+    nic_mwh = hours * fleet * nic.power_w / 1e6 if nic and nic.power_w is not None else 0.0
     return Projection(comm_ms=comm, exposed_ms=exposed, a2a_ms=a2a, p2p_ms=p2p, step_ms=step, days=hours / 24,
-                      gpu_hours=hours * w.gpus, usd=hours * w.gpus * w.gpu_hour_usd,
-                      mwh=hours * w.nodes * w.node_power_kw / 1000)
+                      gpu_hours=hours * w.gpus, usd=hours * w.gpus * w.gpu_hour_usd + nic_usd,
+                      mwh=hours * w.nodes * w.node_power_kw / 1000 + nic_mwh, nic_usd=nic_usd, nic_mwh=nic_mwh,
+                      nic_capex_usd=capex)
 
 
 def curves_from_cells(cells: Any, labels: Sequence[str], ranks_per_node: int = 1) -> dict[str, dict[str, Any]]:
@@ -290,8 +318,36 @@ def dp_notes(w: Workload, curves: Mapping[str, Mapping[str, Any]], labels: Seque
     return notes
 
 
+def nic_terms(nics: Mapping[str, NicCost], labels: Sequence[str]) -> tuple[dict[str, NicCost], list[str]]:
+    """(per run the NIC figures the projection uses, notes): a price or a power enters only when
+    every compared run has one (else a run without it would look cheaper); the notes say which
+    figures entered, per run with their sources, and which were left out and why."""
+    def lacking(attr: str) -> list[str]:
+        return [lab for lab in labels if getattr(nics.get(lab) or NicCost(), attr) is None]
+
+    no_price, no_power = lacking("price_usd"), lacking("power_w")
+    used: dict[str, NicCost] = {}
+    notes = []
+    for lab in labels:
+        got = nics.get(lab) or NicCost()
+        used[lab] = NicCost(None if no_price else got.price_usd, None if no_power else got.power_w,
+                            got.price_source, got.power_source)
+        parts = ([f"${_num(got.price_usd or 0.0)} per NIC ({got.price_source})"] if not no_price else []) + \
+            ([f"{_num(got.power_w or 0.0)} W per NIC ({got.power_source})"] if not no_power else [])
+        if parts:
+            notes.append(f"NICs and optics in {lab}: {' and '.join(parts)}")
+    for what, missing, var in (("price", no_price, "nic_price_usd / optic_price_usd"),
+                               ("power", no_power, "nic_power_w / optic_power_w, or measured NIC power")):
+        if missing and len(missing) < len(labels):
+            notes.append(f"NIC and optics {what} left out of every run's projection: none for "
+                         f"{', '.join(missing)} (inventory {var})")
+        elif missing:
+            notes.append(f"NIC and optics {what} not in the projection: no run has it (inventory {var})")
+    return used, notes
+
+
 def _project_run(w: Workload, entry: Mapping[str, Any], used: Sequence[str], parameters: float | None = None,
-                 factors: Mapping[str, Sequence[float]] | None = None) -> Projection:
+                 factors: Mapping[str, Sequence[float]] | None = None, nic: NicCost | None = None) -> Projection:
     """``project`` on one run's curves (``used`` terms on their own), optionally scaled per collective."""
     def curve(key: str) -> Curve:
         c: Curve = entry["curve"] if key == "all_reduce" else entry["terms"][key]["curve"]
@@ -299,27 +355,37 @@ def _project_run(w: Workload, entry: Mapping[str, Any], used: Sequence[str], par
 
     return project(w, curve("all_reduce"), parameters,
                    alltoall=curve("alltoall") if "alltoall" in used else None,
-                   sendrecv=curve("sendrecv") if "sendrecv" in used else None)
+                   sendrecv=curve("sendrecv") if "sendrecv" in used else None, nic=nic)
+
+
+def _nic_fields(nic: NicCost | None) -> dict[str, Any]:
+    if nic is None:
+        return {}
+    return {"nic_price_usd": nic.price_usd, "nic_power_w": nic.power_w,
+            "nic_price_source": nic.price_source if nic.price_usd is not None else "",
+            "nic_power_source": nic.power_source if nic.power_w is not None else ""}
 
 
 def compare_projection(w: Workload, curves: Mapping[str, Mapping[str, Any]], labels: Sequence[str],
-                       used: Sequence[str] = ()) -> list[dict[str, Any]]:
+                       used: Sequence[str] = (), nics: Mapping[str, NicCost] | None = None) -> list[dict[str, Any]]:
     """Per run against the baseline (``labels[0]``): the projection, the difference in days, dollars
     and MWh, and its interval from the per-size ratio CIs applied to the baseline's curves (the
-    all-reduce's, and each ``used`` term's)."""
+    all-reduce's, and each ``used`` term's). ``nics``: each run's NIC and optics figures (as
+    ``nic_terms`` leaves them), in its USD and MWh."""
     if not labels or labels[0] not in curves:
         return []
+    nics = nics or {}
     base = curves[labels[0]]
-    a = _project_run(w, base, used)
-    rows = [{"run": labels[0], "baseline": True, **a.__dict__}]
+    a = _project_run(w, base, used, nic=nics.get(labels[0]))
+    rows = [{"run": labels[0], "baseline": True, **a.__dict__, **_nic_fields(nics.get(labels[0]))}]
     for lab in labels[1:]:
         if lab not in curves:
             continue
         other = curves[lab]
-        b = _project_run(w, other, used)
+        b = _project_run(w, other, used, nic=nics.get(lab))
         row: dict[str, Any] = {"run": lab, "baseline": False, **b.__dict__, "delta_days": b.days - a.days,
                                "delta_usd": b.usd - a.usd, "delta_mwh": b.mwh - a.mwh,
-                               "delta_step_ms": b.step_ms - a.step_ms}
+                               "delta_step_ms": b.step_ms - a.step_ms, **_nic_fields(nics.get(lab))}
         reps = [n for c in (base, other) for n in c.get("n") or []]
         if reps:
             row["repeats"] = min(reps)
@@ -387,9 +453,25 @@ def _count(value: float) -> str:
     return f"{value:,.0f}"
 
 
-def projection_sentence(w: Workload, row: Mapping[str, Any], baseline: str) -> str:
+def nic_clause(row: Mapping[str, Any], base: Mapping[str, Any] | None, baseline: str) -> str:
+    """"; NICs and optics included: $2,200 and 37 W per NIC in B, $1,800 and 30 W in A" (the
+    figures that entered the USD and MWh; the notes say where each came from), or ""."""
+    def figures(r: Mapping[str, Any]) -> str:
+        return " and ".join(([f"${_num(float(r['nic_price_usd']))}"] if r.get("nic_price_usd") is not None else [])
+                            + ([f"{_num(float(r['nic_power_w']))} W"] if r.get("nic_power_w") is not None else []))
+
+    mine = figures(row)
+    if not mine:
+        return ""
+    theirs = f", {figures(base)} in {baseline}" if base is not None and figures(base) else ""
+    return f"; NICs and optics included: {mine} per NIC in {row['run']}{theirs}"
+
+
+def projection_sentence(w: Workload, row: Mapping[str, Any], baseline: str,
+                        base: Mapping[str, Any] | None = None) -> str:
     """"With B, a 70B-parameter run on 1,024 GPUs takes 3.1 days longer (2.8–3.4) than with A, about
-    $X and Y MWh more (workload llama-70b-1024: ...)"."""
+    $X and Y MWh more (workload llama-70b-1024: ...; NICs and optics included: ...)"; ``base``:
+    the baseline's row, whose NIC figures the sentence names beside this run's."""
     delta = float(row["delta_days"])
     longer = delta >= 0
     if "delta_days_low" in row:
@@ -405,7 +487,7 @@ def projection_sentence(w: Workload, row: Mapping[str, Any], baseline: str) -> s
             f"{_num(abs(delta))} days {'longer' if longer else 'less'}{interval} than with {baseline}, "
             f"about ${_count(usd)} and {_num(mwh)} MWh {'more' if longer else 'less'} "
             f"(workload {w.name}: step {_num(row['step_ms'] / 1e3)} s, {w.steps:,} steps, "
-            f"exposed all-reduce {_num(row['exposed_ms'])} ms per step).")
+            f"exposed all-reduce {_num(row['exposed_ms'])} ms per step{nic_clause(row, base, baseline)}).")
 
 
 def step_series(w: Workload, curves: Mapping[str, Mapping[str, Any]], used: Sequence[str] = (), sizes: Sequence[float] = (
@@ -414,16 +496,30 @@ def step_series(w: Workload, curves: Mapping[str, Mapping[str, Any]], used: Sequ
     return {lab: [(p, _project_run(w, c, used, p).step_ms / 1e3) for p in sizes] for lab, c in curves.items()}
 
 
-def comparison_projection(cells: Any, labels: Sequence[str], w: Workload) -> dict[str, Any]:
-    """What ``bench compare`` shows: rows per run, the sentences, the notes, the step-time series."""
+def comparison_projection(cells: Any, labels: Sequence[str], w: Workload,
+                          nics: Mapping[str, NicCost] | None = None) -> dict[str, Any]:
+    """What ``bench compare`` shows: rows per run, the sentences, the notes, the step-time series.
+    ``nics``: each run's NIC and optics price and power (``analysis/nic_cost.run_nic_cost``)."""
     curves = curves_from_cells(cells, labels, w.dp_ranks_per_node)
     used, notes = term_curves(w, curves, labels)
     notes += dp_notes(w, curves, labels)
-    rows = compare_projection(w, curves, labels, used)
+    present = [lab for lab in labels if lab in curves]
+    nic_used, nic_notes = nic_terms(nics or {}, present)
+    rows = compare_projection(w, curves, labels, used, nic_used)
     if len(rows) < 2:
         return {}
+    priced, powered = any(r["nic_capex_usd"] for r in rows), any(r["nic_mwh"] for r in rows)
+    if priced or powered:
+        def part(r: Mapping[str, Any]) -> str:
+            bits = ([f"${_count(r['nic_capex_usd'])} to buy, ${_count(r['nic_usd'])} of it over this run"]
+                    if priced else []) + ([f"{_num(r['nic_mwh'])} MWh"] if powered else [])
+            return f"{r['run']} " + ", ".join(bits)
+        life = f", a {w.nic_service_years:g}-year service life" if priced else ""
+        nic_notes.append(f"{_count(w.nodes * w.nics)} NICs with their optics ({w.nics} per node{life}): "
+                         + "; ".join(part(r) for r in rows))
+    notes += nic_notes
     statements = [{"test": next(iter(curves.values()))["test"], "band": "", "metric": "busbw_GBps",
-                   "run": r["run"], "decision": "projection", "text": projection_sentence(w, r, labels[0])}
+                   "run": r["run"], "decision": "projection", "text": projection_sentence(w, r, labels[0], rows[0])}
                   for r in rows if not r["baseline"]]
     return {"workload": w.name, "description": w.description, "rows": rows, "statements": statements,
             "notes": notes, "series": step_series(w, curves, used)}

@@ -93,6 +93,12 @@ BENCH_VARS: dict[str, tuple[Callable[[Any], Any], Callable[[Any], bool], str]] =
     "numa_node": (_to_int, lambda x: x >= -1, "an integer >= -1"),
     "price_usd": (_to_num, lambda x: x >= 0, "a number >= 0"),
     "power_w": (_to_num, lambda x: x >= 0, "a number >= 0"),
+    # one NIC and one transceiver, for the training projection's USD and MWh (analysis/nic_cost.py)
+    "nic_price_usd": (_to_num, lambda x: x >= 0, "a number >= 0"),
+    "nic_power_w": (_to_num, lambda x: x >= 0, "a number >= 0"),
+    "optic_price_usd": (_to_num, lambda x: x >= 0, "a number >= 0"),
+    "optic_power_w": (_to_num, lambda x: x >= 0, "a number >= 0"),
+    "optics_per_nic": (_to_int, lambda x: x >= 0, "an integer >= 0"),
     "bench_python": (_to_str, bool, "a path"),
     "mpi_rsh_agent": (_to_str, bool, "a path"),
     "bench_netns": (_to_str, bool, "a network namespace name"),

@@ -1,7 +1,8 @@
 """Workloads (``workloads/*.yaml``, shipped in the package): what a training run is, as data.
 
 A workload names a model and its run: parameters, dtype, GPUs, parallel degrees (data, tensor,
-pipeline, expert), compute time per step, steps, overlap, GPU-hour price and node power.
+pipeline, expert), compute time per step, steps, overlap, GPU-hour price, node power and the
+service life its NICs and optics are written off over (``nic_service_years``).
 ``analysis.projection`` turns a measured bus-bandwidth curve into its step time, days and cost.
 """
 
@@ -21,7 +22,11 @@ DTYPE_BYTES = {"fp32": 4, "float32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "float1
 _COUNT = {"K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
 _KEYS = {"name", "description", "parameters", "dtype", "gpus", "gpus_per_node", "parallel",
          "compute_ms_per_step", "steps", "overlap", "bucket_mb", "algorithm", "pipeline", "expert",
-         "gpu_hour_usd", "node_power_kw", "nics_per_node"}
+         "gpu_hour_usd", "node_power_kw", "nics_per_node", "nic_service_years"}
+#: Years a NIC and its optics are written off over when the projection charges a run its share of
+#: their price: five, the servers' useful life Amazon (2022 10-K: four to five years) and Meta
+#: (2022 10-K: to five years) state; a workload's ``nic_service_years`` replaces it.
+NIC_SERVICE_YEARS = 5.0
 
 
 @dataclass(frozen=True)
@@ -51,6 +56,8 @@ class Workload:
     node_power_kw: float = 0.0
     #: Scale-out NICs per node (rail-aligned: GPU i's nearest NIC is rail i); default one per GPU.
     nics_per_node: int = 0
+    #: Years the NICs and optics are written off over (the run is charged hours / this of their price).
+    nic_service_years: float = NIC_SERVICE_YEARS
     description: str = ""
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
@@ -109,6 +116,7 @@ def workload_from(data: Any, where: str) -> Workload:
                      expert_layers=int(exp.get("layers", 0)), tokens_per_gpu=int(exp.get("tokens_per_gpu", 0)),
                      hidden=int(exp.get("hidden", 0)), gpu_hour_usd=float(cfg.get("gpu_hour_usd", 0)),
                      node_power_kw=float(cfg.get("node_power_kw", 0)), nics_per_node=int(cfg.get("nics_per_node", 0)),
+                     nic_service_years=float(cfg.get("nic_service_years", NIC_SERVICE_YEARS)),
                      description=str(cfg.get("description", "")))
     except KeyError as exc:
         raise ConfigError(f"{where}: missing key {exc.args[0]}") from None
@@ -122,8 +130,9 @@ def workload_from(data: Any, where: str) -> Workload:
         raise ConfigError(f"{where}: data x tensor x pipeline = {w.data * w.tensor * w.pipeline}, "
                           f"not gpus = {w.gpus}")
     if not 0.0 <= w.overlap <= 1.0 or min(w.gpus, w.steps, w.data, w.expert) < 1 or w.compute_ms < 0 \
-            or not math.isfinite(w.parameters) or w.parameters <= 0:
-        raise ConfigError(f"{where}: overlap must be 0..1, gpus, steps and degrees >= 1, parameters > 0")
+            or not math.isfinite(w.parameters) or w.parameters <= 0 or not w.nic_service_years > 0:
+        raise ConfigError(f"{where}: overlap must be 0..1, gpus, steps and degrees >= 1, parameters > 0, "
+                          "nic_service_years > 0")
     return w
 
 
