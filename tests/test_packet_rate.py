@@ -127,3 +127,14 @@ def test_the_run_report_and_the_comparison_show_packet_rate(tmp_path: Path) -> N
     rows = page.split("runs-packet-rate")[1].split("</table>")[0]
     assert rows.count("<tr>") == 4  # a header; a row per run and case (b has two datagram lengths)
     assert "4 of 4 flows" in rows and "2 of 2 flows" in rows and "0 of 2 flows" in rows
+    # format=json carries the same rows as the page's table, one per run and case
+    import json
+
+    from benchharness.report.exports import comparison_json
+
+    doc = json.loads(json.dumps(comparison_json([a, b]), default=str))
+    labels = [r["label"] for r in doc["runs"]]
+    expected = [{"label": lab, **row} for lab, run in zip(labels, (a, b), strict=True)
+                for row in packet_rate.run_summary(run)]
+    assert doc["packet_rate"] == json.loads(json.dumps(expected)) and len(doc["packet_rate"]) == 3
+    assert sum(r["sender_cpu_bound"] for r in doc["packet_rate"]) == 4 + 2

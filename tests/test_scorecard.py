@@ -51,6 +51,26 @@ def test_format_json_carries_the_scorecard_rows() -> None:
     assert bw["best"] == "CX7 · fw 28.39" and [c["run"] for c in bw["cells"]] == ["CX6 · fw 22.36", "CX7 · fw 28.39"]
 
 
+def test_format_md_carries_the_same_scorecard_rows() -> None:
+    """bench compare format=md: one table row per scorecard row, a column per run, the best run's
+    figure in bold, the decision last; the same rows as the HTML page and format=json."""
+    from benchharness.report.exports import markdown_summary
+
+    runs = [RunDir(FIXTURES / n) for n in ("nic-a", "nic-b", "minimal")]
+    rows = compare(runs).scorecard
+    text = markdown_summary(runs)
+    table = text.split("## Scorecard\n\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert table[0].startswith("| criterion | CX6 · fw 22.36 | CX7 · fw 28.39 · ") and table[0].endswith(" | best |")
+    body = table[2:]
+    assert [line.split(" | ")[0].removeprefix("| ") for line in body] == [r.title for r in rows]
+    bw = body[[r.key for r in rows].index("bw_uni")]
+    best = next(c for c in next(r for r in rows if r.key == "bw_uni").cells if c.best)
+    assert f"**{best.text}**" in bw and bw.endswith(f"| {next(r for r in rows if r.key == 'bw_uni').decision} |")
+    price = body[[r.key for r in rows].index("price")]
+    assert price.split(" | ")[3] == "not measured"  # the minimal run: said, not a figure
+    assert text.index("## Scorecard") < text.index("| test | band | metric |")
+
+
 def test_a_counter_the_driver_lacks_is_not_exposed_and_never_wins(tmp_path: Path) -> None:
     run = fabric_runs.build(tmp_path)  # rail0 of both hosts and h2.rail1 expose no pause counters
     got = scorecard_evidence.health_evidence(run, run.run_info())

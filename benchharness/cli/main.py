@@ -223,7 +223,7 @@ def cmd_compare(ns: argparse.Namespace) -> int:
     elif fmt == "md":
         from benchharness.report.exports import markdown_summary
 
-        text = markdown_summary(runs)
+        text = markdown_summary(runs, threshold=threshold, workload=workload)
         if kv.get("out"):
             Path(kv["out"]).write_text(text)
             print(f"comparison: {kv['out']}")

@@ -44,7 +44,7 @@ def comparison_context(runs: Sequence[RunDir], threshold: float = stats.EQUIVALE
             "cost": comp.cost, "cost_chart": _cost_chart(comp), "noise": comp.noise,
             "projection": comp.projection, "projection_chart": _projection_chart(comp),
             "cpu": _cpu(runs, comp), "parity": parity.parity(runs, comp.labels),
-            "packet_rate": _packet_rate(runs, comp), "frameworks": _frameworks(runs, comp),
+            "packet_rate": packet_rate_rows(runs, comp), "frameworks": _frameworks(runs, comp),
             "generated": when(dt.datetime.now(dt.UTC).timestamp())}
 
 
@@ -57,9 +57,10 @@ def _cpu(runs: Sequence[RunDir], comp: Comparison) -> list[dict[str, Any]]:
     return rows if any(v is not None for row in rows for k, v in row.items() if k != "label") else []
 
 
-def _packet_rate(runs: Sequence[RunDir], comp: Comparison) -> list[dict[str, Any]]:
+def packet_rate_rows(runs: Sequence[RunDir], comp: Comparison) -> list[dict[str, Any]]:
     """Per run, test and case: the median and lowest host Mpps, packets, drops and sender-CPU-bound
-    flows (``results/packet_rate.py``); empty when no run has message-rate samples."""
+    flows (``results/packet_rate.py``); empty when no run has message-rate samples. The comparison
+    page's "Packet rate per host" table and ``format=json``'s ``packet_rate`` are these rows."""
     from benchharness.results import packet_rate
 
     return [{"label": r.get("label"), **row} for r, run in zip(comp.runs, runs, strict=False)

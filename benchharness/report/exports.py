@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchharness.analysis import comparison, stats
+from benchharness.analysis import comparison, scorecard, stats
 from benchharness.analysis import frames as analysis
 from benchharness.config.workloads import Workload
 from benchharness.report.charts import fmt
@@ -42,12 +42,15 @@ def _md_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str
     return lines
 
 
-def markdown_summary(runs: Sequence[RunDir]) -> str:
-    """Markdown for a ticket or PR: per-test statistics for one run, the verdicts for several."""
+def markdown_summary(runs: Sequence[RunDir], threshold: float | None = None,
+                     workload: Workload | None = None) -> str:
+    """Markdown for a ticket or PR: per-test statistics for one run; for several the verdicts, the
+    scorecard (``Comparison.scorecard``, the rows of the HTML page and ``format=json``) and the
+    headline bands."""
     runs = list(runs)
     if len(runs) == 1:
         return _single(runs[0])
-    return _multi(runs)
+    return _multi(runs, threshold, workload)
 
 
 def _single(run: RunDir) -> str:
@@ -76,12 +79,35 @@ def _single(run: RunDir) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _multi(runs: list[RunDir]) -> str:
-    comp = comparison.compare(runs)
+def _compare(runs: Sequence[RunDir], threshold: float | None, workload: Workload | None) -> comparison.Comparison:
+    if threshold is None:
+        return comparison.compare(list(runs), workload=workload)
+    return comparison.compare(list(runs), threshold=threshold, workload=workload)
+
+
+def _scorecard_cell(cell: scorecard.Cell) -> str:
+    """One run's cell as the HTML page shows it: figure, verdict, interval, n, source."""
+    head = f"**{cell.text}**" if cell.best else cell.text
+    bits = [f"{head} [{cell.verdict}]" if cell.verdict else head]
+    bits += [x for x in (cell.interval, cell.n, cell.source) if x]
+    return "; ".join(bits)
+
+
+def scorecard_markdown(rows: Sequence[scorecard.Row], labels: Sequence[str]) -> list[str]:
+    """The scorecard as a Markdown table: one row per criterion, a column per run, the best run
+    in bold and the row's decision last."""
+    return _md_table(["criterion", *labels, "best"],
+                     [[r.title, *(_scorecard_cell(c) for c in r.cells), r.decision] for r in rows])
+
+
+def _multi(runs: list[RunDir], threshold: float | None = None, workload: Workload | None = None) -> str:
+    comp = _compare(runs, threshold, workload)
     lines = [f"# Comparison: {' vs '.join(_md(lab) for lab in comp.labels)}", "",
              f"Baseline: **{_md(comp.baseline)}**. {stats.METHOD}, p < 0.05; within "
              f"{comp.threshold * 100:g}% is equivalent.", "",
              *(f"- {_md(s['text'])}" for s in comp.statements), ""]
+    if comp.scorecard:
+        lines += ["## Scorecard", "", *scorecard_markdown(comp.scorecard, comp.labels), ""]
     rows = [[r.get("test", ""), r["band"], r["metric"], r["verdict"], r["detail"],
              *(f"×{r[f'ratio[{lab}]']:.3f}" if r.get(f"ratio[{lab}]") is not None else "–"
                for lab in comp.labels)] for r in comp.headline()]
@@ -102,13 +128,14 @@ def _multi(runs: list[RunDir]) -> str:
 def comparison_json(runs: Sequence[RunDir], threshold: float | None = None,
                     workload: Workload | None = None) -> dict[str, Any]:
     """The comparison as JSON-ready data (``Comparison.to_dict``), with a format version."""
-    comp = comparison.compare(list(runs), workload=workload) if threshold is None \
-        else comparison.compare(list(runs), threshold=threshold, workload=workload)
+    comp = _compare(runs, threshold, workload)
     from benchharness.analysis import parity
     from benchharness.report import scaling_section
+    from benchharness.report.compare import packet_rate_rows
     from benchharness.results import frameworks
 
     return {"format": "benchharness-comparison", "version": 2, **comp.to_dict(),
             "parity": parity.parity(list(runs), comp.labels).to_dict(),
             "scaling": scaling_section.comparison_json(comp.cells, comp.keys),
-            "frameworks": frameworks.side_by_side(list(runs), comp.labels)}
+            "frameworks": frameworks.side_by_side(list(runs), comp.labels),
+            "packet_rate": packet_rate_rows(list(runs), comp)}
