@@ -148,11 +148,34 @@ def _table_kind(line: str) -> tuple[str, str] | None:
     return None
 
 
-def _numbers(line: str) -> list[float] | None:
+def _unglue(token: str) -> list[str] | None:
+    """Two fixed-point figures a copy ran together (``11018.2511016.86``): perftest prints its rates
+    with 2 decimals (``REPORT_FMT``) or 6 (``REPORT_FMT_EXT``, MsgRate), separated only by tabs in
+    some formats, which a paste can drop. None when ``token`` does not split that way."""
+    for decimals in (2, 6):
+        pieces = re.findall(rf"\d+\.\d{{{decimals}}}", token)
+        if len(pieces) > 1 and "".join(pieces) == token:
+            return pieces
+    return None
+
+
+def _numbers(line: str, line_no: int = 0) -> list[float] | None:
     tokens = line.split()
-    if not tokens or not all(_NUMBER_RE.match(t) for t in tokens) or "." in tokens[0]:
+    if not tokens or "." in tokens[0] or not _NUMBER_RE.match(tokens[0]):
         return None
-    return [float(t) for t in tokens]
+    out: list[str] = []
+    for token in tokens:
+        if _NUMBER_RE.match(token):
+            out.append(token)
+            continue
+        pieces = _unglue(token) if re.fullmatch(r"[\d.]+", token) else None
+        if pieces is None:
+            if re.fullmatch(r"[\d.]+", token) and len(tokens) >= 3:  # a row of figures, one unreadable
+                raise ToolFailure("unreadable", f"perftest: line {line_no}: figures run together that do not "
+                                                f"split at 2 or 6 decimals: {line.strip()[:80]!r}")
+            return None
+        out.extend(pieces)
+    return [float(t) for t in out]
 
 
 def _gbps(value: float, unit: str) -> float:
@@ -204,7 +227,7 @@ def parse_tables(text: str) -> list[Record]:
     kind: tuple[str, str] | None = None
     qos = cpu = False
     part: str | None = None
-    for line in text.splitlines():
+    for line_no, line in enumerate(text.splitlines(), 1):
         found = _table_kind(line)
         if found:
             kind, qos, cpu = found, "#sl" in line, "CPU_Util" in line
@@ -215,7 +238,7 @@ def parse_tables(text: str) -> list[Record]:
             continue
         if kind is None:
             continue
-        nums = _numbers(line)
+        nums = _numbers(line, line_no)
         if nums is None:
             continue  # a warning, a histogram line, an error: tables resume after them
         if kind[0] == "bw":
