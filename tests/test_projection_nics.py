@@ -127,6 +127,13 @@ def test_bench_compare_puts_each_runs_inventory_nics_into_usd_and_mwh_and_says_w
     assert ra["nic_usd"] == pytest.approx(fleet * 2200)
     doc = comp.to_dict()["projection"]["rows"]
     assert doc[1]["nic_price_source"].startswith("inventory nic_price_usd 1,200")
+    from benchharness.report.charts import fmt
+    from benchharness.report.compare import render_comparison
+
+    page = render_comparison([a, b], tmp_path / "c.html").read_text(encoding="utf-8")
+    assert "of which NICs and optics (USD / MWh)" in page
+    assert f"{fmt(rb['nic_usd'])} / {fmt(rb['nic_mwh'])}" in page
+    assert "inventory nic_price_usd 1,200 + 2 x inventory optic_price_usd 600" in page
 
 
 def test_inventory_refuses_a_negative_optic_power() -> None:
