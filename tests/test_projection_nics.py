@@ -172,3 +172,19 @@ def test_measured_nic_power_replaces_the_inventory_figure(tmp_path: Path) -> Non
     other = real_lines(host, 1002.0, 1.0, [{"busy": [0.5] * 4}])
     run.write_text("telemetry/samples/0000-t-h1-h2-r0/h1.jsonl", "".join(json.dumps(x) + "\n" for x in other))
     assert nic_cost.run_nic_cost(run, info).power_w == pytest.approx(99 + 12)
+
+
+def test_gb200_trays_and_mi355x_nodes_carry_their_own_power_and_rails() -> None:
+    """The shipped GB200 file's node is a compute tray of 4 GPUs and 4 NICs at 6,667 W; the MI355X's
+    an 8-GPU node at 14 kW. The same curve gives the same step on both (same compute), and the
+    energy differs by trays x tray power against nodes x node power."""
+    gb, mi = load_workload("llama-70b-1024-gb200"), load_workload("llama-70b-1024-mi355x")
+    assert (gb.gpus_per_node, gb.nics, gb.nodes, gb.node_power_kw) == (4, 4, 256, 6.667)
+    assert (mi.gpus_per_node, mi.nics, mi.nodes, mi.node_power_kw) == (8, 8, 128, 14.0)
+    # a tray-wide curve (4 ranks per tray, 4 rails) is divided by 4 for TP 8's one-rank-per-tray group
+    assert pj.dp_bandwidth_factor(gb, pj.Curve((1e6, 1e9), (180.0, 180.0), 16, ranks_per_node=4)) == 0.25
+    one_nic = pj.Curve((1e6, 1e9), (45.0, 45.0), 16, ranks_per_node=1)
+    a, b = pj.project(gb, one_nic), pj.project(mi, one_nic)
+    assert a.step_ms == pytest.approx(b.step_ms)
+    hours = a.gpu_hours / 1024
+    assert a.mwh == pytest.approx(hours * 256 * 6.667 / 1000) and b.mwh == pytest.approx(hours * 128 * 14.0 / 1000)
