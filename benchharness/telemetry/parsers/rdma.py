@@ -68,12 +68,16 @@ def parse_ibv_devinfo(text: str) -> list[dict[str, Any]]:
             port = None
             continue
         if dev is None:
-            # Port lines grepped out of ``ibv_devinfo -v`` (no hca_id, no port number).
-            if not re.match(r"^\s*(state|phys_state|active_width|active_speed|active_mtu|link_layer):", line):
+            # An excerpt without its hca_id: from a "port: N" line, or port lines a grep kept (no number).
+            if re.match(r"^\s+port:\s*\d+\s*$", line):
+                dev = {"device": None, "ports": []}
+                devices.append(dev)
+            elif re.match(r"^\s*(state|phys_state|active_width|active_speed|active_mtu|link_layer):", line):
+                port = {"port": None, "gids": []}
+                dev = {"device": None, "ports": [port]}
+                devices.append(dev)
+            else:
                 continue
-            port = {"port": None, "gids": []}
-            dev = {"device": None, "ports": [port]}
-            devices.append(dev)
         m = re.match(r"^\s+port:\s*(\d+)", line)
         if m:
             port = {"port": int(m.group(1)), "gids": []}
