@@ -125,6 +125,12 @@ def test_bench_compare_puts_each_runs_inventory_nics_into_usd_and_mwh_and_says_w
     assert fleet_note.startswith("1,024 NICs with their optics (8 per node, a 5-year service life): A $2.25M to buy, ")
     # the lab's slow curve makes the run longer than the service life: it is charged the price, no more
     assert ra["nic_usd"] == pytest.approx(fleet * 2200)
+    # the scorecard's price row reads the same NIC-with-optics figure, from the same place
+    price = next(r for r in comp.scorecard if r.key == "price")
+    assert [(c.value, c.source) for c in price.cells] == [
+        (2200, "inventory nic_price_usd 1,500 + 1 x inventory optic_price_usd 700"),
+        (2400, "inventory nic_price_usd 1,200 + 2 x inventory optic_price_usd 600")]
+    assert price.best == "A"
     doc = comp.to_dict()["projection"]["rows"]
     assert doc[1]["nic_price_source"].startswith("inventory nic_price_usd 1,200")
     from benchharness.report.charts import fmt

@@ -80,10 +80,22 @@ def measured_nic_w(run: RunDir) -> tuple[float, str] | None:
                                        f"{len(values)} NIC-steps on {len(hosts)} hosts")
 
 
+def _run_hosts(info: Mapping[str, Any]) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    inv = runview.inventory_hosts(info)
+    return inv, [h for h in runview.run_host_names(info) if h in inv] or list(inv)
+
+
+def inventory_price(info: Mapping[str, Any]) -> tuple[float | None, str]:
+    """(price of one NIC with its optics, where it came from) from the run's inventory; (None, "")
+    without ``nic_price_usd`` or ``optic_price_usd``. The scorecard's price row and the
+    projection read it here."""
+    inv, hosts = _run_hosts(info)
+    return _combined(inv, hosts, "nic_price_usd", "optic_price_usd")
+
+
 def run_nic_cost(run: RunDir, info: Mapping[str, Any]) -> NicCost:
     """The run's NIC with its optics: price from the inventory; power measured, else from the inventory."""
-    inv = runview.inventory_hosts(info)
-    hosts = [h for h in runview.run_host_names(info) if h in inv] or list(inv)
-    price, price_source = _combined(inv, hosts, "nic_price_usd", "optic_price_usd")
+    inv, hosts = _run_hosts(info)
+    price, price_source = inventory_price(info)
     power, power_source = _combined(inv, hosts, "nic_power_w", "optic_power_w", measured_nic_w(run))
     return NicCost(price, power, price_source, power_source)

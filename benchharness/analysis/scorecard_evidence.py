@@ -6,8 +6,8 @@ among the cases most runs measured. The run directory gives the rest through the
 each: CPU cost (``results/cpu.py``), fabric health (``results/health.py``: a limit whose counter
 the driver lacks is "not exposed by <driver>"), temperatures and throttling
 (``results/fabric.py``), PCIe headroom (the stored probe facts judged by ``host_checks``),
-measured power (sample metrics ending in ``power_w``), price (inventory ``nic_price_usd``, else
-``price_usd``) and the training projection (``analysis/projection.py``'s rows).
+measured power (sample metrics ending in ``power_w``), price (one NIC with its optics,
+``nic_cost.inventory_price``, else inventory ``price_usd``) and the training projection (``analysis/projection.py``'s rows).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from benchharness.analysis.nic_cost import inventory_price
 from benchharness.analysis.projection import too_wide
 from benchharness.analysis.scorecard import Absent, Criterion, Figure
 from benchharness.results import runview
@@ -309,13 +310,17 @@ def power_evidence(run: RunDir, df: pd.DataFrame, lab: str, bandwidth: Figure | 
 
 
 def price_evidence(info: Mapping[str, Any]) -> Figure | None:
-    """The inventory's NIC price (``nic_price_usd``, else ``price_usd``) of the run's hosts."""
+    """The price of one NIC with its optics (``nic_cost.inventory_price``: ``nic_price_usd`` plus
+    ``optics_per_nic`` x ``optic_price_usd``, the projection's figure), else the inventory's
+    ``price_usd``, of the run's hosts."""
     inv = runview.inventory_hosts(info)
     used = [h for h in runview.run_host_names(info) if h in inv] or list(inv)
-    for var in ("nic_price_usd", "price_usd"):
-        prices = [float(inv[h][var]) for h in used if _positive(inv[h].get(var))]
-        if prices:
-            return Figure(tuple(prices), len(prices), 1, "", f"inventory {var}", value=sum(prices) / len(prices))
+    price, source = inventory_price(info)
+    if price is not None and price > 0:
+        return Figure((price,), len(used), 1, "", source, value=price)
+    prices = [float(inv[h]["price_usd"]) for h in used if _positive(inv[h].get("price_usd"))]
+    if prices:
+        return Figure(tuple(prices), len(prices), 1, "", "inventory price_usd", value=sum(prices) / len(prices))
     return None
 
 
