@@ -12,7 +12,7 @@ from benchharness.analysis import parity, stats
 from benchharness.analysis.comparison import Comparison, compare, headline_metrics
 from benchharness.config.workloads import Workload
 from benchharness.core.metrics import unit_of
-from benchharness.report import charts, scaling_section
+from benchharness.report import charts, power_section, scaling_section
 from benchharness.report.pages import environment, when, write_html
 from benchharness.report.sections import label_text, varying
 from benchharness.results.store import RunDir
@@ -45,6 +45,7 @@ def comparison_context(runs: Sequence[RunDir], threshold: float = stats.EQUIVALE
             "projection": comp.projection, "projection_chart": _projection_chart(comp),
             "cpu": _cpu(runs, comp), "parity": parity.parity(runs, comp.labels),
             "packet_rate": packet_rate_rows(runs, comp), "frameworks": _frameworks(runs, comp),
+            "power": power_section.comparison_power(list(runs), comp.labels),
             "generated": when(dt.datetime.now(dt.UTC).timestamp())}
 
 
