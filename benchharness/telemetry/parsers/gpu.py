@@ -3,26 +3,42 @@
 from __future__ import annotations
 
 import csv
-import io
 import json
 import re
 from typing import Any
 
-from benchharness.telemetry.parsers._common import clean_text, to_float, to_int
+from benchharness.telemetry.parsers._common import (
+    clean_text,
+    is_noise,
+    strip_ansi,
+    to_float,
+    to_int,
+    undecorate,
+    unreadable,
+)
 
 #: nvidia-smi query fields -> names with units; anything else keeps its dotted name with ``_``.
+#: The CSV header prints each field's long name (``--query-gpu=clocks.gr`` heads its column
+#: ``clocks.current.graphics [MHz]``, ``gpu_name`` heads ``name``), so both spellings are listed
+#: (``nvidia-smi --help-query-gpu``).
 NVIDIA_FIELDS = {
-    "index": "index", "name": "model", "pci.bus_id": "bus_id", "uuid": "uuid",
-    "driver_version": "driver_version", "temperature.gpu": "temperature_c",
-    "temperature.memory": "memory_temperature_c", "power.draw": "power_w",
-    "power.limit": "power_limit_w", "pcie.link.gen.current": "pcie_gen_current",
-    "pcie.link.gen.max": "pcie_gen_max", "pcie.link.width.current": "pcie_width_current",
-    "pcie.link.width.max": "pcie_width_max", "clocks.sm": "clock_sm_mhz", "clocks.mem": "clock_mem_mhz",
-    "clocks.gr": "clock_graphics_mhz", "clocks.max.sm": "clock_sm_max_mhz",
-    "clocks.max.mem": "clock_mem_max_mhz", "memory.total": "memory_total_mib",
-    "memory.used": "memory_used_mib", "utilization.gpu": "utilization_pct",
+    "index": "index", "name": "model", "gpu_name": "model", "pci.bus_id": "bus_id", "gpu_bus_id": "bus_id",
+    "uuid": "uuid", "gpu_uuid": "uuid", "driver_version": "driver_version", "pstate": "pstate",
+    "temperature.gpu": "temperature_c", "temperature.memory": "memory_temperature_c",
+    "power.draw": "power_w", "power.limit": "power_limit_w",
+    "pcie.link.gen.current": "pcie_gen_current", "pcie.link.gen.max": "pcie_gen_max",
+    "pcie.link.width.current": "pcie_width_current", "pcie.link.width.max": "pcie_width_max",
+    "clocks.sm": "clock_sm_mhz", "clocks.current.sm": "clock_sm_mhz",
+    "clocks.mem": "clock_mem_mhz", "clocks.current.memory": "clock_mem_mhz",
+    "clocks.gr": "clock_graphics_mhz", "clocks.current.graphics": "clock_graphics_mhz",
+    "clocks.max.sm": "clock_sm_max_mhz", "clocks.max.mem": "clock_mem_max_mhz",
+    "clocks.max.memory": "clock_mem_max_mhz", "clocks.max.gr": "clock_graphics_max_mhz",
+    "clocks.max.graphics": "clock_graphics_max_mhz",
+    "memory.total": "memory_total_mib", "memory.used": "memory_used_mib", "memory.free": "memory_free_mib",
+    "utilization.gpu": "utilization_pct", "utilization.memory": "memory_utilization_pct",
+    "fan.speed": "fan_speed_pct",
 }
-_TEXT_FIELDS = {"model", "bus_id", "uuid", "driver_version"}
+_TEXT_FIELDS = {"model", "bus_id", "uuid", "driver_version", "pstate"}
 
 
 _FIELD = re.compile(r"^[A-Za-z_][\w.]*(?:\s*\[[^\]]*\])?$")
@@ -41,23 +57,54 @@ def _value(name: str, raw: str) -> Any:
     return int(number) if number == int(number) and "." not in raw.split()[0] else number
 
 
+def _cells(line: str, columns: bool) -> list[str]:
+    """A CSV line's values, or a ``column -t`` table row's (cells apart by two blanks or more)."""
+    if columns:
+        return re.split(r"\s{2,}", line.strip())
+    return [c.strip() for c in next(csv.reader([line], skipinitialspace=True))]
+
+
+def _header(line: str) -> tuple[list[str], bool] | None:
+    """(field names, table?) when ``line`` is a query header: every cell a field name, one of
+    them nvidia-smi's (``index``) or dotted (``power.draw [W]``); CSV, or ``| column -s, -t``."""
+    for columns in (False, True):
+        if columns and "," in line:
+            continue
+        cells = _cells(line, columns)
+        names = [re.sub(r"\s*\[.*\]$", "", c) for c in cells]
+        if (len(cells) > 1 or not columns) and all(_FIELD.match(c) for c in cells) \
+                and any(n in NVIDIA_FIELDS or "." in n for n in names):
+            return names, columns
+    return None
+
+
 def parse_nvidia_query(text: str, fields: list[str] | None = None) -> list[dict[str, Any]]:
     """``nvidia-smi --query-gpu=... --format=csv`` (header line) or ``noheader`` with ``fields``.
 
-    Units in the header (``power.draw [W]``) or not (``nounits``) both work; lines before the
-    header (the command line, a prompt) are skipped. Text that has no CSV header, such as
-    ``nvidia-smi -q`` or a ``noheader`` capture parsed without ``fields``, gives ``[]``.
+    Units in the header (``power.draw [W]``) or not (``nounits``) both work; values keep their
+    number (``20 %`` -> 20), ``[N/A]`` and ``[Not Supported]`` are None. Lines before the header
+    (the command line, a prompt) are skipped; a ``| column -s, -t`` table of it reads the same,
+    as does a paste inside a terminal's box borders. A row whose values do not match the header
+    names its line (ToolFailure ``unreadable``). Text without a header, such as ``nvidia-smi -q``
+    or a ``noheader`` capture parsed without ``fields``, gives ``[]``.
     """
-    rows = [[c.strip() for c in r] for r in csv.reader(io.StringIO(clean_text(text).strip()), skipinitialspace=True)
-            if any(c.strip() for c in r)]
-    if fields is None:
-        start = next((i for i, r in enumerate(rows) if all(_FIELD.match(c) for c in r)), None)
-        if start is None:
-            return []
-        fields = [re.sub(r"\s*\[.*\]$", "", h) for h in rows[start]]
-        rows = rows[start + 1:]
-    names = [NVIDIA_FIELDS.get(f, f.replace(".", "_")) for f in fields]
-    return [{n: _value(n, v) for n, v in zip(names, row, strict=False)} for row in rows]
+    columns = False
+    names = [NVIDIA_FIELDS.get(f, f.replace(".", "_")) for f in fields] if fields is not None else None
+    rows: list[dict[str, Any]] = []
+    for number, line in enumerate(undecorate(text).split("\n"), 1):
+        if not line.strip():
+            continue
+        if names is None:
+            found = _header(line)
+            if found is not None:
+                names = [NVIDIA_FIELDS.get(f, f.replace(".", "_")) for f in found[0]]
+                columns = found[1]
+            continue
+        cells = _cells(line, columns)
+        if len(cells) != len(names):
+            raise unreadable(number, line, f"{len(cells)} values for the {len(names)} fields of the header")
+        rows.append({n: _value(n, v) for n, v in zip(names, cells, strict=True)})
+    return rows
 
 
 def parse_nvidia_topo(text: str) -> dict[str, Any]:
@@ -110,37 +157,79 @@ def _v(item: Any) -> Any:
     return item
 
 
+def _amd_documents(text: str) -> list[tuple[int, Any]]:
+    """(line number, document) of each JSON document in an ``amd-smi ... --json`` capture.
+
+    What amd-smi prints before its JSON is skipped: a prompt and the command, Python's
+    ``SyntaxWarning`` lines from amdsmi_interface.py, ``'CTRL' + 'C' to stop watching output:``
+    of ``-w``; watch mode prints one document per interval. Text that starts a document but
+    does not parse names its line (ToolFailure ``unreadable``)."""
+    lines = strip_ansi(text).replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    docs: list[tuple[int, Any]] = []
+    decoder = json.JSONDecoder()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if not line.strip().startswith(("[", "{")) or is_noise(line):
+            i += 1
+            continue
+        body = "\n".join(lines[i:])
+        try:
+            doc, end = decoder.raw_decode(body.lstrip())
+        except json.JSONDecodeError as e:
+            at = i + e.lineno - 1
+            raise unreadable(at + 1, lines[at] if at < len(lines) else "", f"amd-smi JSON: {e.msg}") from None
+        docs.append((i + 1, doc))
+        i += body.lstrip()[:end].count("\n") + 1
+    return docs
+
+
 def parse_amd_smi(text: str) -> list[dict[str, Any]]:
-    """``amd-smi static --json`` or ``amd-smi metric --json`` (bare list or ``{"gpu_data": [...]}``)."""
-    data = json.loads(text)
-    if isinstance(data, dict):
-        data = data.get("gpu_data", [data])
+    """``amd-smi static --json`` or ``amd-smi metric --json`` (bare list or ``{"gpu_data": [...]}``).
+
+    Reads ROCm 6.0 to 7.x layouts: values bare or ``{"value": x, "unit": u}``, ``N/A`` absent;
+    ``power_w`` is metric's socket power, ``power_limit_w`` static's socket power cap. A document
+    that is not a GPU list names its line (ToolFailure ``unreadable``)."""
     gpus: list[dict[str, Any]] = []
-    for item in data:
-        asic, bus = item.get("asic") or {}, item.get("bus") or {}
-        temp, power = item.get("temperature") or {}, item.get("power") or {}
-        pcie, clock = item.get("pcie") or {}, item.get("clock") or {}
-        speed = _v(bus.get("max_pcie_speed"))
-        gpu: dict[str, Any] = {
-            "index": item.get("gpu"), "model": asic.get("market_name"), "bus_id": bus.get("bdf"),
-            "pcie_width_max": to_int(_v(bus.get("max_pcie_width"))),
-            "pcie_speed_max_gts": to_float(speed),
-            "pcie_width_current": to_int(_v(pcie.get("width"))),
-            "pcie_speed_current_gts": to_float(_v(pcie.get("speed"))),
-            "temperature_c": to_float(_v(temp.get("hotspot", temp.get("edge")))),
-            "temperature_edge_c": to_float(_v(temp.get("edge"))),
-            "memory_temperature_c": to_float(_v(temp.get("mem"))),
-            "power_w": to_float(_v(power.get("socket_power"))),
-            "numa_node": to_int((item.get("numa") or {}).get("node")),
-        }
+    for line_no, data in _amd_documents(text):
+        if isinstance(data, dict):
+            data = data.get("gpu_data", [data])
+        if not isinstance(data, list) or not all(isinstance(item, dict) for item in data):
+            raise unreadable(line_no, text.splitlines()[line_no - 1], "amd-smi JSON is not a list of GPUs")
+        gpus.extend(_amd_gpu(item) for item in data)
+    return gpus
+
+
+def _amd_gpu(item: dict[str, Any]) -> dict[str, Any]:
+    """One GPU of an amd-smi JSON document, in the names the nvidia-smi reader gives."""
+    asic, bus = item.get("asic") or {}, item.get("bus") or {}
+    temp, power = item.get("temperature") or {}, item.get("power") or {}
+    pcie, clock, limit = item.get("pcie") or {}, item.get("clock") or {}, item.get("limit") or {}
+    speed = _v(bus.get("max_pcie_speed"))
+    gpu: dict[str, Any] = {
+        "index": item.get("gpu"), "model": asic.get("market_name"), "bus_id": _v(bus.get("bdf")),
+        "pcie_width_max": to_int(_v(bus.get("max_pcie_width"))),
+        "pcie_speed_max_gts": to_float(speed),
+        "pcie_width_current": to_int(_v(pcie.get("width"))),
+        "pcie_speed_current_gts": to_float(_v(pcie.get("speed"))),
+        "temperature_c": to_float(_v(temp.get("hotspot"))) if _v(temp.get("hotspot")) is not None
+        else to_float(_v(temp.get("edge"))),
+        "temperature_edge_c": to_float(_v(temp.get("edge"))),
+        "memory_temperature_c": to_float(_v(temp.get("mem"))),
+        "power_w": to_float(_v(power.get("socket_power"))) if isinstance(power, dict) else None,
+        "power_limit_w": to_float(_v(limit.get("socket_power"))) if isinstance(limit, dict) else None,
+        "power_limit_max_w": to_float(_v(limit.get("max_power"))) if isinstance(limit, dict) else None,
+        "numa_node": to_int((item.get("numa") or {}).get("node")),
+        "timestamp": item.get("timestamp"),
+    }
+    if isinstance(clock, dict):
         gfx = clock.get("gfx_0") or clock.get("gfx") or {}
         if isinstance(gfx, dict):
             gpu["clock_gfx_mhz"] = to_float(_v(gfx.get("clk")))
         mem = clock.get("mem_0") or {}
         if isinstance(mem, dict):
             gpu["clock_mem_mhz"] = to_float(_v(mem.get("clk")))
-        gpus.append({k: v for k, v in gpu.items() if v is not None})
-    return gpus
+    return {k: v for k, v in gpu.items() if v is not None}
 
 
 PARSERS = {"nvidia-smi": parse_nvidia_query, "nvidia-smi-topo": parse_nvidia_topo, "amd-smi": parse_amd_smi}
