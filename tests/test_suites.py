@@ -238,9 +238,10 @@ def test_an_installed_wheel_carries_the_suites(tmp_path: Path) -> None:
     with zipfile.ZipFile(wheel) as z:
         packed = {Path(n).name for n in z.namelist() if n.startswith("benchharness/_suites/")}
     assert packed == {p.name for p in REPO_SUITES.glob("*.yaml")}
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=300)
     python = venv / "bin" / "python"
-    install = subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
+    install = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps",
+                              "--no-index", str(wheel)],
                              capture_output=True, text=True, timeout=300)
     assert install.returncode == 0, install.stderr[-2000:]
     site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
