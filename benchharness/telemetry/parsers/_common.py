@@ -106,17 +106,19 @@ def unreadable(line_no: int, line: str, why: str) -> Any:
 
 _QUOTE = re.compile(r"^(?:\s?>)+ ?")
 _BORDER = re.compile(r"^\s*[|│┃]\s?|\s?[|│┃]\s*$")
+_RULE = re.compile(r"^\s*(?:[\u2500-\u257f]+|\+[-=+]*\+)\s*$")  # ┌────┐ └────┘ +-----+
 
 
 def undecorate(text: str, keep: re.Pattern[str] | None = None) -> str:
     """``clean_text`` plus what a paste adds around the tool's lines: e-mail / Markdown quote marks
-    (``> ``), a terminal's box borders (``│ ... │``) and Markdown code fences. Lines matching
+    (``> ``), a terminal's box borders (``│ ... │`` and the ``┌───┐`` / ``+---+`` rules above and
+    below) and Markdown code fences. Lines matching
     ``keep`` are the tool's own even when they look like a ``# `` prompt. Lines keep their numbers:
     what is dropped is left blank."""
     out = []
     text = strip_ansi(text).replace("\r\n", "\n").replace("\r", "\n")
     for line in text.split("\n"):
-        if line.lstrip().startswith("```"):
+        if line.lstrip().startswith("```") or _RULE.match(line):
             out.append("")
             continue
         line = _QUOTE.sub("", line)

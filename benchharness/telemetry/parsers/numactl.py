@@ -5,17 +5,19 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from benchharness.telemetry.parsers._common import clean_text
+from benchharness.telemetry.parsers._common import undecorate, unreadable
 
 
 def parse_numactl(text: str) -> dict[str, Any]:
-    """Nodes (a node without CPUs, e.g. CXL or HBM memory, has ``cpus: []``) and ``distances``."""
+    """Nodes (a node without CPUs, e.g. CXL or HBM memory, has ``cpus: []``) and ``distances``.
+
+    A ``node N cpus:`` or distance row that is not numbers names its line (ToolFailure ``unreadable``)."""
     nodes: dict[int, dict[str, Any]] = {}
     distances: dict[int, list[int]] = {}
     header: list[int] = []
     in_distances = False
     available = None
-    for line in clean_text(text).splitlines():
+    for line_no, line in enumerate(undecorate(text).split("\n"), 1):
         m = re.match(r"^available:\s*(\d+) nodes", line)
         if m:
             available = int(m.group(1))
@@ -24,6 +26,8 @@ def parse_numactl(text: str) -> dict[str, Any]:
         if m:
             node = nodes.setdefault(int(m.group(1)), {"node": int(m.group(1)), "cpus": []})
             if m.group(2) == "cpus":
+                if not re.fullmatch(r"[\d\s]*", m.group(3)):
+                    raise unreadable(line_no, line, "CPU numbers expected")
                 node["cpus"] = [int(c) for c in m.group(3).split()]
             else:
                 mb = re.match(r"(\d+)\s*MB", m.group(3))
@@ -38,6 +42,8 @@ def parse_numactl(text: str) -> dict[str, Any]:
                 continue
             m = re.match(r"^\s*(\d+):\s*(.*)$", line)
             if m:
+                if not re.fullmatch(r"[\d\s]*", m.group(2)):
+                    raise unreadable(line_no, line, "distances expected")
                 distances[int(m.group(1))] = [int(x) for x in m.group(2).split()]
     for number, node in nodes.items():
         node["has_cpu"] = bool(node["cpus"])
