@@ -16,7 +16,7 @@ import string
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -110,9 +110,9 @@ def lab_maker() -> Callable[..., contextlib.AbstractContextManager[LabInfo]]:
 
 
 def run_with_host_vars(info: LabInfo, tmp: Path, suite: Path, host_vars: Mapping[str, str],
-                       timeout: float = 300) -> tuple[Path, subprocess.CompletedProcess[str]]:
+                       timeout: float = 300, args: Sequence[str] = ()) -> tuple[Path, subprocess.CompletedProcess[str]]:
     """``bench run suite=SUITE`` on lab ``info`` with ``host_vars`` (``{"h2": "gpus=1 ..."}``) added to
-    those hosts' inventory lines; (the run directory, the finished process)."""
+    those hosts' inventory lines, and ``args`` (``label=A``); (the run directory, the finished process)."""
     text = info.inventory.read_text()
     for name, extra in host_vars.items():
         text, found = re.subn(rf"^({name} ansible_host=\S+)", lambda m, extra=extra: f"{m.group(1)} {extra}", text, flags=re.M)
@@ -120,7 +120,7 @@ def run_with_host_vars(info: LabInfo, tmp: Path, suite: Path, host_vars: Mapping
     inv, out = tmp / "inventory.ini", tmp / "run"
     inv.write_text(text)
     res = subprocess.run([sys.executable, "-m", "benchharness", "run", f"suite={suite}", f"hosts={inv}",
-                          f"out={out}"], capture_output=True, text=True, timeout=timeout)
+                          f"out={out}", *args], capture_output=True, text=True, timeout=timeout)
     return out, res
 
 
