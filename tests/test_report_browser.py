@@ -156,7 +156,12 @@ def test_torch_comparison_shows_the_projection_sentence_and_step_time_chart(driv
     assert notes == ["pipeline send/recv: projected from the all-reduce curve (no sendrecv curve in fast, slow; "
                      "run suite torch to measure it)",
                      *(f"gradient all-reduce in {run}: the 3 ranks, 1 per node curve as measured (a DP group of "
-                       "1 rank(s) per node with TP 8)" for run in ("fast", "slow"))], notes
+                       "1 rank(s) per node with TP 8)" for run in ("fast", "slow")),
+                     # no NIC price or power in these runs' inventories: said, not left for the reader to guess
+                     "NIC and optics price not in the projection: no run has it (inventory nic_price_usd / "
+                     "optic_price_usd)",
+                     "NIC and optics power not in the projection: no run has it (inventory nic_power_w / "
+                     "optic_power_w, or measured NIC power)"], notes
     chart = driver.execute_script("""
         var fig = document.querySelector('#projection figure.projection-chart');
         var svg = fig.querySelector('svg.chart');
