@@ -130,6 +130,17 @@ def health_verdicts(out: Path, prefix: str = "health: ") -> dict[tuple[str, str]
 
 
 @pytest.fixture(scope="session")
+def nic_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Three lab runs standing for three candidate NICs (tests/nic_runs.py), made once per session
+    for the comparison tests, by label: 2gbit, 1gbit, 500mbit."""
+    import nic_runs as made  # tests/nic_runs.py: imports the BMC emulator only where it is used
+
+    _need_root()
+    need_programs(*made.PROGRAMS)
+    return made.make_runs(tmp_path_factory.mktemp("nic_runs"), make_lab, run_with_host_vars)
+
+
+@pytest.fixture(scope="session")
 def lab3() -> Iterator[LabInfo]:
     """A 3-host lab ``t3-<tag>`` (h1..h3, real sshd each), up for the whole session."""
     _need_root()

@@ -1,7 +1,7 @@
 """A three-run comparison in a real browser (Debian's chromium + chromedriver through Selenium,
-offline), from three real lab runs: 3 hosts each (real sshd in namespaces), links shaped 2, 1 and
-0.5 Gbit/s, iperf3 between every pair and the MPI CPU all-reduce on 2 then 3 hosts, h1's BMC an
-OpenIPMI ``ipmi_sim`` reading 360, 380 and 400 W, the third run with MTU 1400 on every host.
+offline), from the session's three real lab runs (tests/nic_runs.py: 3 hosts each, links shaped
+2, 1 and 0.5 Gbit/s, iperf3 between every pair and the MPI CPU all-reduce on 2 then 3 hosts, h1's
+BMC an OpenIPMI ``ipmi_sim`` reading 360, 380 and 400 W, the third run with MTU 1400).
 
 The page shows the scorecard (the fastest link best for bandwidth), the parity table (naming the
 MTU), the scaling chart (a line per run over 2 and 3 hosts) and the power chart (each run's BMC
@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from bmc_emulators import ipmi_sim
-from conftest import need_programs, run_with_host_vars
+from nic_runs import BMC_PASSWORD
 from test_power_browser import CHROMEDRIVER, CHROMIUM, driver  # noqa: F401  (the fixture)
 
 pytestmark = [
@@ -29,43 +28,7 @@ pytestmark = [
                        reason="needs Debian's chromium and chromedriver: apt-get install chromium chromium-driver"),
 ]
 
-PW = "ipmi-Pw-4e90d2"
-SUITE = """description: three-run comparison in the browser (tests/test_compare_browser.py)
-settings: {duration: 2, repeat: 2, base_port: 5631, timeout: 120, telemetry: "on", preflight: "off", power_interval: 1}
-tests:
-  - name: tcp-bw
-    tool: iperf3
-    pattern: all-pairs
-    params: {protocol: tcp, length: 1M, streams: 1}
-  - name: allreduce-scaling
-    tool: collective
-    pattern: scaling
-    params: {op: all_reduce, minbytes: 64K, maxbytes: 4M, cpu_maxbytes: 4M, stepfactor: 4, iters: 5, warmup: 1}
-"""
-RUNS = (("2gbit", 360, None, 1500), ("1gbit", 380, None, 1200), ("500mbit", 400, "1400", 900))
 MAX_PNG = 300_000
-
-
-def _runs(lab_maker: Any, tmp_path: Path) -> list[Path]:
-    suite = tmp_path / "suite.yaml"
-    suite.write_text(SUITE)
-    out = []
-    for rate, watts, mtu, price in RUNS:
-        with ipmi_sim(tmp_path / f"ipmi-{rate}", "benchbmc", PW, watts) as bmc, \
-                lab_maker(f"cb{rate[:2]}", 3, shape={h: rate for h in ("h1", "h2", "h3")}) as info:
-            if mtu:
-                for host in info.hosts:
-                    subprocess.run(["ip", "netns", "exec", host.netns, "ip", "link", "set", "dev", "eth0", "mtu", mtu],
-                                   check=True, timeout=30)
-            nic = f"nic_price_usd={price} nic_power_w=25 optic_price_usd=700 optic_power_w=12"
-            host_vars = {"h1": f"bmc_address=127.0.0.1 bmc_port={bmc.port} bmc_user=benchbmc "
-                               f"bmc_password_env=BENCH_TEST_BMC_PW_CB bmc_cipher_suite=3 {nic}",
-                         "h2": nic, "h3": nic}
-            (tmp_path / rate).mkdir()
-            run, res = run_with_host_vars(info, tmp_path / rate, suite, host_vars, timeout=420, args=(f"label={rate}",))
-        assert res.returncode == 0, res.stdout + res.stderr
-        out.append(run)
-    return out
 
 
 def _shot(drv: Any, selector: str, name: str, tmp_path: Path) -> Path:
@@ -85,16 +48,14 @@ def _shot(drv: Any, selector: str, name: str, tmp_path: Path) -> Path:
     return path
 
 
-def test_three_runs_show_scorecard_parity_scaling_and_power(lab_maker: Any, driver: Any, tmp_path: Path,  # noqa: F811
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    need_programs("ipmi_sim", "ipmitool", "sdrcomp", "iperf3", "mpirun", "ip")
-    monkeypatch.setenv("BENCH_TEST_BMC_PW_CB", PW)
-    runs = _runs(lab_maker, tmp_path)
+def test_three_runs_show_scorecard_parity_scaling_and_power(nic_runs: dict[str, Path], driver: Any,  # noqa: F811
+                                                            tmp_path: Path) -> None:
+    runs = list(nic_runs.values())
     page = tmp_path / "compare.html"
     res = subprocess.run([sys.executable, "-m", "benchharness", "compare", *map(str, runs), f"out={page}"],
                          capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stdout + res.stderr
-    assert PW not in page.read_text(encoding="utf-8")
+    assert BMC_PASSWORD not in page.read_text(encoding="utf-8")
 
     driver.set_window_size(1400, 2600)
     driver.get(page.as_uri())
