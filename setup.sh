@@ -8,6 +8,7 @@ packages=(
   python3 python3-venv python3-dev gcc iproute2 procps util-linux openssh-server openssh-client
   iperf3 perftest ucx-utils sockperf openmpi-bin libopenmpi-dev numactl hwloc pciutils ethtool
   python3-torch  # the torch tool and training proxies in the lab: torch 1.13 CPU build, gloo, torchrun
+  libtorch-dev pybind11-dev cmake g++  # building Horovod against Debian's torch (.venv-horovod below)
   rdma-core ibverbs-utils python3-pyverbs infiniband-diags lm-sensors slurm-wlm munge
   chromium chromium-driver
   # the soft-RoCE VM of the rdma_vm tests: qemu, and a kernel with rdma_rxe (Debian's has it as a module)
@@ -56,6 +57,28 @@ if ! .venv/bin/python -c "import jax, jaxlib, tensorflow" 2>/dev/null; then
        >>.venv/install.log 2>&1; then
     tail -20 .venv/install.log >&2
     echo "setup.sh: installing jax or tensorflow-cpu failed (log above, also in .venv/install.log)" >&2
+    exit 1
+  fi
+fi
+
+# The horovod tool on lab hosts (lab inventory horovod_python): Horovod 0.28.1 from PyPI, built from
+# source against Debian's torch 1.13 (python3-torch; headers from libtorch-dev and pybind11-dev) in
+# a venv of the system python that sees its torch. About 8 minutes on 2 cores, once: skipped while
+# .venv-horovod's horovod has its torch extension (docs/frameworks.md, "Horovod"). No pip cache: a
+# cached wheel of an earlier build without HOROVOD_WITH_PYTORCH (the build variables are not part of
+# its key) installs a horovod whose torch extension is missing.
+horovod_ok() { .venv-horovod/bin/python -c "import horovod.torch as h; h.gloo_built()" >/dev/null 2>&1; }
+if ! horovod_ok; then
+  echo "setup.sh: building horovod into .venv-horovod (about 8 minutes)" >&2
+  [ -x .venv-horovod/bin/python ] || /usr/bin/python3 -m venv --system-site-packages .venv-horovod
+  .venv-horovod/bin/python -m pip uninstall -q -y horovod >/dev/null 2>&1 || true
+  if ! HOROVOD_WITH_PYTORCH=1 HOROVOD_WITH_GLOO=1 HOROVOD_WITH_MPI=1 HOROVOD_WITHOUT_TENSORFLOW=1 \
+       HOROVOD_WITHOUT_MXNET=1 MAKEFLAGS=-j2 CPATH=/usr/include/torch/csrc/api/include \
+       .venv-horovod/bin/python -m pip install -q --no-cache-dir --no-build-isolation "horovod==0.28.1" \
+       >.venv-horovod/install.log 2>&1 || ! horovod_ok; then
+    tail -30 .venv-horovod/install.log >&2
+    echo "setup.sh: building horovod with its torch extension failed (log above, also in" \
+         ".venv-horovod/install.log)" >&2
     exit 1
   fi
 fi

@@ -1,6 +1,7 @@
 """Frameworks across lab namespaces, with known truth: real torchrun (Debian's python3-torch) and
-real jax.distributed (jax/jaxlib from PyPI in the harness' venv, gloo) and real TensorFlow
-MultiWorkerMirroredStrategy (tensorflow-cpu from PyPI, RING over gRPC) over SSH into 3 hosts.
+real jax.distributed (jax/jaxlib from PyPI in the harness' venv, gloo), real TensorFlow
+MultiWorkerMirroredStrategy (tensorflow-cpu from PyPI, RING over gRPC) and real Horovod (0.28.1
+built by setup.sh into .venv-horovod, gloo) over SSH into 3 hosts.
 
 Rates are shaped well below what gloo reaches on a 2-core machine (about 0.2-0.5 GB/s of bus
 bandwidth; TensorFlow's RING about 0.07 GB/s at 4-16 MiB), so that the link decides: at 50 vs
@@ -32,6 +33,12 @@ tests:
     pattern: group
     params: {op: all_reduce, minbytes: 64K, maxbytes: 64K, iters: 3, warmup: 1, init_timeout: 30}
 """
+HOROVOD_STEP = """\
+  - name: horovod-all_reduce
+    tool: horovod
+    pattern: group
+    params: {op: all_reduce, minbytes: 64K, maxbytes: 64K, iters: 3, warmup: 1, init_timeout: 15}
+"""
 SHAPED = JAX_ONLY.replace("minbytes: 64K, maxbytes: 64K", "minbytes: 4M, maxbytes: 16M, cpu_maxbytes: 16M, stepfactor: 4").replace(
     ", init_timeout: 30", "") + """\
   - name: tensorflow-all_reduce
@@ -51,7 +58,7 @@ def summaries(run: Path, tool: str) -> dict[int, dict]:
     return {r["size_bytes"]: r for r in rows if r.get("kind") == "summary" and r.get("tool") == tool}
 
 
-def test_suite_frameworks_gives_the_matrix_and_a_missing_jax_is_not_installed(lab3, tmp_path: Path) -> None:
+def test_suite_frameworks_gives_the_matrix_a_missing_framework_is_not_installed_and_compare_shows_both(lab3, tmp_path: Path) -> None:
     out = tmp_path / "fw"
     res = bench("run", "suite=frameworks", f"hosts={lab3.inventory}", "telemetry=off", "iters=2", "warmup=1",
                 "minbytes=64K", "cpu_maxbytes=1M", f"out={out}")
@@ -59,7 +66,7 @@ def test_suite_frameworks_gives_the_matrix_and_a_missing_jax_is_not_installed(la
     info = RunDir(out).run_info()
     cells = {(c["framework"], c["collective"]): c for c in info["frameworks"]["rows"]}
     ops = ("all_reduce", "all_gather", "alltoall")
-    assert set(cells) == {(f, op) for f in ("PyTorch", "JAX") for op in ops} | {("TensorFlow", "all_reduce")}
+    assert set(cells) == {(f, op) for f in ("PyTorch", "JAX", "Horovod") for op in ops} | {("TensorFlow", "all_reduce")}
     for (fw, _), c in cells.items():
         assert c["status"] == "ran" and c["hosts"] == ["h1", "h2", "h3"], c
         assert c["transport"] == ("RING (gRPC, TCP sockets)" if fw == "TensorFlow" else "gloo (TCP sockets)")
@@ -71,16 +78,41 @@ def test_suite_frameworks_gives_the_matrix_and_a_missing_jax_is_not_installed(la
                for r in jax_rows.values())
     tf_rows = summaries(out, "tensorflow")
     assert all(r["tf_version"] and r["tf_backend"] == "ring" and r["wrong"] == 0 for r in tf_rows.values())
+    hvd_rows = summaries(out, "horovod")
+    assert hvd_rows and all(r["horovod_version"] and r["torch_version"] and r["horovod_controller"] == "gloo"
+                            and r["horovod_backend"] == "gloo" and r["wrong"] == 0 for r in hvd_rows.values())
     assert "Framework compatibility" in (out / "report.html").read_text()
 
-    # the same suite where h2's interpreter has no jax: not installed, named, and the exit code says so
+    # the same suite where h2's interpreter has no jax and no horovod: not installed, named, and the
+    # exit code says so (the other hosts wait for h2 at the rendezvous until init_timeout)
     suite = tmp_path / "jax_only.yaml"
-    suite.write_text(JAX_ONLY)  # the other hosts wait for h2 at the rendezvous until init_timeout
-    missing, res = run_with_host_vars(lab3, tmp_path, suite, {"h2": "jax_python=/usr/bin/python3"})
+    suite.write_text(JAX_ONLY + HOROVOD_STEP)
+    missing, res = run_with_host_vars(lab3, tmp_path, suite,
+                                      {"h2": "jax_python=/usr/bin/python3 horovod_python=/usr/bin/python3"})
     assert res.returncode == 3, res.stdout + res.stderr
-    (cell,) = RunDir(missing).run_info()["frameworks"]["rows"]
-    assert cell["status"] == "not installed" and cell["host"] == "h2" and "has no jax" in cell["error"], cell
-    assert cell["busbw_GBps"] is None
+    cells = {c["framework"]: c for c in RunDir(missing).run_info()["frameworks"]["rows"]}
+    assert set(cells) == {"JAX", "Horovod"}
+    for name, cell in cells.items():
+        assert cell["status"] == "not installed" and cell["host"] == "h2", cell
+        assert f"has no {name.lower()}" in cell["error"] and cell["busbw_GBps"] is None, cell
+
+    # bench compare: each run's matrix side by side (JSON and HTML), from the two real run directories
+    res = bench("compare", str(out), str(missing), "format=json", timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    side = json.loads(res.stdout)["frameworks"]
+    first, second = side["labels"]
+    by = {(r["framework"], r["collective"]): r["cells"] for r in side["rows"]}
+    assert set(by) == {(c["framework"], c["collective"]) for c in info["frameworks"]["rows"]}  # the second's are in it
+    assert by[("Horovod", "all_reduce")][first]["status"] == "ran"
+    assert by[("Horovod", "all_reduce")][second]["status"] == "not installed"
+    assert by[("Horovod", "all_reduce")][second]["host"] == "h2"
+    assert by[("JAX", "all_reduce")][second]["status"] == "not installed"
+    assert by[("PyTorch", "all_reduce")][first]["status"] == "ran" and by[("PyTorch", "all_reduce")][second] is None
+    page = tmp_path / "compare.html"
+    res = bench("compare", str(out), str(missing), f"out={page}", timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    html = page.read_text()
+    assert "Framework compatibility" in html and "not installed" in html and "has no horovod" in html
 
 
 def test_half_rate_on_one_host_halves_jax_and_tensorflow_all_reduce_busbw(lab_maker, tmp_path: Path) -> None:

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 SYSTEM_PYTHON = "/usr/bin/python3"
+#: Horovod built by setup.sh against Debian's torch, in a venv of the system python (docs/frameworks.md).
+HOROVOD_PYTHON = Path(__file__).resolve().parents[2] / ".venv-horovod" / "bin" / "python"
 UNSHAPED_LINE_RATE_GBPS = 10  # what a veth reports to ethtool (10000Mb/s); it is not a real limit
 _RATE_RE = re.compile(r"(\d+(?:\.\d+)?)(bit|kbit|mbit|gbit|tbit)")
 _RATE_GBPS = {"bit": 1e-9, "kbit": 1e-6, "mbit": 1e-3, "gbit": 1.0, "tbit": 1e3}
@@ -86,6 +88,8 @@ def render_inventory(state: Mapping[str, Any], python: str = sys.executable) -> 
              "torch_python": _ini(SYSTEM_PYTHON if Path(SYSTEM_PYTHON).exists() else python),
              # jax/jaxlib and tensorflow-cpu from PyPI live in the harness' venv (setup.sh), which the hosts share
              "jax_python": _ini(python), "tf_python": _ini(python),
+             # Horovod: setup.sh's .venv-horovod; without it the system python, which has none ("not installed")
+             "horovod_python": _ini(HOROVOD_PYTHON if HOROVOD_PYTHON.exists() else SYSTEM_PYTHON),
              "mpi_rsh_agent": _ini(d / "mpi-ssh"), "bench_lab": state["name"],
              "bench_lab_subnet": state["subnet"]}
     lines += ["", "[lab:vars]", *(f"{k}={v}" for k, v in gvars.items()), ""]
