@@ -34,6 +34,7 @@ OPS = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "s
 LAUNCHES = ("auto", "torchrun", "mpirun", "srun")
 REMOTE_DIR = ONHOST_DIR
 PROGRAM = f"{REMOTE_DIR}/torch_dist.py"
+MONITOR_INTERVAL_S = 0.5
 DEFAULT_PORT = 29400  # torchrun's own default rendezvous port (torch.distributed.run --rdzv_endpoint)
 
 LAUNCH_PARAMS: dict[str, Any] = {
@@ -180,8 +181,11 @@ def _torchrun(step: Step, p: Mapping[str, Any], index: int, host: Host, nproc: i
            ["--rdzv_backend", "static", "--master_addr", first.address, "--master_port", str(port),
             "--node_rank", str(index)]
     argv = [python_of(host, p), PROGRAM, "torchrun", "--local-addr", host.address, "--",
-            "--nnodes", str(len(step.hosts)), "--nproc_per_node", str(nproc), "--max_restarts", "0", *rdzv,
-            *program]
+            "--nnodes", str(len(step.hosts)), "--nproc_per_node", str(nproc), "--max_restarts", "0",
+            # torchrun's agent looks at its workers every monitor_interval, and every host's agent
+            # waits for the slowest at the exit barrier: torch < 2.2's default of 5 s added up to 5 s
+            # to every step (torch 2.2 lowered the default to 0.1 s)
+            "--monitor_interval", str(MONITOR_INTERVAL_S), *rdzv, *program]
     return Command(host=host, role="client", argv=tuple(argv), env=dict(env), timeout_s=float(p["timeout"]),
                    label=f"torchrun-{host.name}", uploads=uploads)
 
