@@ -31,16 +31,16 @@ tests:
   - name: jax-all_reduce
     tool: jax
     pattern: group
-    params: {op: all_reduce, minbytes: 64K, maxbytes: 64K, iters: 3, warmup: 1, init_timeout: 30}
+    params: {op: all_reduce, minbytes: 64K, maxbytes: 64K, iters: 3, warmup: 1, init_timeout: 10}
 """
 HOROVOD_STEP = """\
   - name: horovod-all_reduce
     tool: horovod
     pattern: group
-    params: {op: all_reduce, minbytes: 64K, maxbytes: 64K, iters: 3, warmup: 1, init_timeout: 15}
+    params: {op: all_reduce, minbytes: 64K, maxbytes: 64K, iters: 3, warmup: 1, init_timeout: 10}
 """
 SHAPED = JAX_ONLY.replace("minbytes: 64K, maxbytes: 64K", "minbytes: 4M, maxbytes: 16M, cpu_maxbytes: 16M, stepfactor: 4").replace(
-    ", init_timeout: 30", "") + """\
+    ", init_timeout: 10", "") + """\
   - name: tensorflow-all_reduce
     tool: tensorflow
     pattern: group
@@ -61,7 +61,7 @@ def summaries(run: Path, tool: str) -> dict[int, dict]:
 def test_suite_frameworks_gives_the_matrix_a_missing_framework_is_not_installed_and_compare_shows_both(lab3, tmp_path: Path) -> None:
     out = tmp_path / "fw"
     res = bench("run", "suite=frameworks", f"hosts={lab3.inventory}", "telemetry=off", "iters=2", "warmup=1",
-                "minbytes=64K", "cpu_maxbytes=1M", f"out={out}")
+                "minbytes=1M", "cpu_maxbytes=1M", f"out={out}")
     assert res.returncode == 0, res.stdout + res.stderr
     info = RunDir(out).run_info()
     cells = {(c["framework"], c["collective"]): c for c in info["frameworks"]["rows"]}
