@@ -1,8 +1,17 @@
 #!/usr/bin/env bash
 # Set up benchharness on a Debian machine, as root: system packages, a virtual environment in
 # .venv, and the package with its dependencies. Safe to run again: it only does what is missing.
+# --tests: also what only the test suite's lab needs and takes minutes to build (Horovod).
 set -euo pipefail
 cd "$(dirname "$0")"
+
+for_tests=0
+for arg in "$@"; do
+  case "$arg" in
+    --tests) for_tests=1 ;;
+    *) echo "setup.sh: unknown argument '$arg' (usage: ./setup.sh [--tests])" >&2; exit 2 ;;
+  esac
+done
 
 packages=(
   python3 python3-venv python3-dev gcc iproute2 procps util-linux openssh-server openssh-client
@@ -61,18 +70,20 @@ if ! .venv/bin/python -c "import jax, jaxlib, tensorflow" 2>/dev/null; then
   fi
 fi
 
-# The horovod tool on lab hosts (lab inventory horovod_python): Horovod 0.28.1 from PyPI, built from
-# source against Debian's torch 1.13 (python3-torch; headers from libtorch-dev and pybind11-dev) in
-# a venv of the system python that sees its torch. About 8 minutes on 2 cores, once: skipped while
-# .venv-horovod's horovod has its torch extension (docs/frameworks.md, "Horovod"). No pip cache: a
-# cached wheel of an earlier build without HOROVOD_WITH_PYTORCH (the build variables are not part of
-# its key) installs a horovod whose torch extension is missing.
+# With --tests, the horovod tool on lab hosts (lab inventory horovod_python): Horovod 0.28.1 from
+# PyPI, built from source against Debian's torch 1.13 (python3-torch; headers from libtorch-dev and
+# pybind11-dev) in a venv of the system python that sees its torch, with gloo only (the tool runs
+# gloo; MPI would add to the build). Minutes on 2 cores, once: skipped while .venv-horovod's
+# horovod has its torch extension (docs/frameworks.md, "Horovod"). No pip cache: a cached wheel of
+# an earlier build without HOROVOD_WITH_PYTORCH (the build variables are not part of its key)
+# installs a horovod whose torch extension is missing. Without --tests a frameworks run on this
+# machine reports Horovod "not installed", as on any host without it.
 horovod_ok() { .venv-horovod/bin/python -c "import horovod.torch as h; h.gloo_built()" >/dev/null 2>&1; }
-if ! horovod_ok; then
-  echo "setup.sh: building horovod into .venv-horovod (about 8 minutes)" >&2
+if [ "$for_tests" = 1 ] && ! horovod_ok; then
+  echo "setup.sh: building horovod into .venv-horovod for the tests (about 8 minutes)" >&2
   [ -x .venv-horovod/bin/python ] || /usr/bin/python3 -m venv --system-site-packages .venv-horovod
   .venv-horovod/bin/python -m pip uninstall -q -y horovod >/dev/null 2>&1 || true
-  if ! HOROVOD_WITH_PYTORCH=1 HOROVOD_WITH_GLOO=1 HOROVOD_WITH_MPI=1 HOROVOD_WITHOUT_TENSORFLOW=1 \
+  if ! HOROVOD_WITH_PYTORCH=1 HOROVOD_WITH_GLOO=1 HOROVOD_WITHOUT_MPI=1 HOROVOD_WITHOUT_TENSORFLOW=1 \
        HOROVOD_WITHOUT_MXNET=1 MAKEFLAGS=-j2 CPATH=/usr/include/torch/csrc/api/include \
        .venv-horovod/bin/python -m pip install -q --no-cache-dir --no-build-isolation "horovod==0.28.1" \
        >.venv-horovod/install.log 2>&1 || ! horovod_ok; then

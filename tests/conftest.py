@@ -20,7 +20,11 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import pytest
-from real_parts import pytest_runtest_makereport, require_commands  # noqa: F401  (the hook: CI fails skips)
+from real_parts import (  # noqa: F401  (the hooks: CI fails skips, and a missing build stops it)
+    pytest_collection_finish,
+    pytest_runtest_makereport,
+    require_commands,
+)
 
 import benchharness.tools
 from benchharness.core.errors import LabError

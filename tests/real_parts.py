@@ -40,4 +40,16 @@ def require_commands() -> None:
     lacking = commands.missing()
     if lacking:
         pytest.exit(f"{REQUIRE_REAL}=1 but not installed: {commands.describe_missing(lacking)}; "
-                    "run ./setup.sh as root", returncode=4)
+                    "run ./setup.sh --tests as root", returncode=4)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """With ``REQUIRE_REAL`` set and lab tests selected, stop before the first test when what only
+    ``./setup.sh --tests`` builds (the lab hosts' Horovod) is missing."""
+    if os.environ.get(REQUIRE_REAL) != "1" or not any(i.get_closest_marker("lab") for i in session.items):
+        return
+    from benchharness.lab.files import HOROVOD_PYTHON
+
+    if not HOROVOD_PYTHON.exists():
+        pytest.exit(f"{REQUIRE_REAL}=1 but the lab's Horovod is not built ({HOROVOD_PYTHON} is missing); "
+                    "run ./setup.sh --tests as root", returncode=4)

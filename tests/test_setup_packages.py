@@ -160,5 +160,5 @@ def test_a_session_requiring_real_parts_stops_at_its_start_naming_the_missing_pa
     assert res.returncode == 4, res.stdout + res.stderr
     # pytest shows the reason once on stderr (and once in its banner on stdout)
     assert res.stderr.strip() == ("Exit: BENCH_TESTS_REQUIRE_REAL_PARTS=1 but not installed: "
-                                  "nft (Debian package nftables); run ./setup.sh as root"), res.stderr
+                                  "nft (Debian package nftables); run ./setup.sh --tests as root"), res.stderr
     assert "collected" not in res.stdout and "test_" not in res.stdout, res.stdout
