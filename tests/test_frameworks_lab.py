@@ -1,7 +1,7 @@
 """Frameworks across lab namespaces, with known truth: real torchrun (Debian's python3-torch) and
 real jax.distributed (jax/jaxlib from PyPI in the harness' venv, gloo), real TensorFlow
 MultiWorkerMirroredStrategy (tensorflow-cpu from PyPI, RING over gRPC) and real Horovod (0.28.1
-built by setup.sh into .venv-horovod, gloo) over SSH into 3 hosts.
+built by `setup.sh --tests` into .venv-horovod, gloo) over SSH into 3 hosts.
 
 Rates are shaped well below what gloo reaches on a 2-core machine (about 0.2-0.5 GB/s of bus
 bandwidth; TensorFlow's RING about 0.07 GB/s at 4-16 MiB), so that the link decides: at 50 vs
@@ -44,6 +44,10 @@ SHAPED = JAX_ONLY.replace("minbytes: 64K, maxbytes: 64K", "minbytes: 4M, maxbyte
     ", init_timeout: 10", "") + """\
   - name: tensorflow-all_reduce
     tool: tensorflow
+    pattern: group
+    params: {op: all_reduce, minbytes: 16M, maxbytes: 16M, cpu_maxbytes: 16M, iters: 3, warmup: 1}
+  - name: horovod-all_reduce
+    tool: horovod
     pattern: group
     params: {op: all_reduce, minbytes: 16M, maxbytes: 16M, cpu_maxbytes: 16M, iters: 3, warmup: 1}
 """
@@ -118,7 +122,9 @@ def test_suite_frameworks_gives_the_matrix_a_missing_framework_is_not_installed_
     assert "Framework compatibility" in html and "not installed" in html and "has no horovod" in html
 
 
-def test_half_rate_on_one_host_halves_jax_and_tensorflow_all_reduce_busbw(lab_maker, tmp_path: Path) -> None:
+def test_half_rate_on_one_host_halves_jax_tensorflow_and_horovod_all_reduce_busbw(lab_maker, tmp_path: Path) -> None:
+    if not HOROVOD_PYTHON.exists():
+        pytest.skip(f"Horovod is not built for the lab ({HOROVOD_PYTHON}): ./setup.sh --tests builds it")
     suite = tmp_path / "shaped.yaml"
     suite.write_text(SHAPED)
     runs = {}
@@ -128,7 +134,7 @@ def test_half_rate_on_one_host_halves_jax_and_tensorflow_all_reduce_busbw(lab_ma
             res = bench("run", f"suite={suite}", f"hosts={lab.inventory}", "telemetry=off", f"out={out}")
         assert res.returncode == 0, res.stdout + res.stderr
         runs[rate] = out
-    for tool, sizes in (("jax", {4 << 20, 16 << 20}), ("tensorflow", {16 << 20})):
+    for tool, sizes in (("jax", {4 << 20, 16 << 20}), ("tensorflow", {16 << 20}), ("horovod", {16 << 20})):
         fast, slow = summaries(runs["100mbit"], tool), summaries(runs["50mbit"], tool)
         assert set(fast) == set(slow) == sizes, tool
         for size in sizes:
