@@ -35,8 +35,16 @@ from benchharness.tools.common import ONHOST_DIR, onhost_uploads
 from benchharness.tools.mpi_launch import check_env, gpu_count
 from benchharness.tools.nccl_debug import parse_nccl_debug
 from benchharness.tools.nccl_parse import parse_nccl_tests, with_nranks
-from benchharness.tools.nccl_tests import ANY, NcclTests, requirements
-from benchharness.tools.torch_dist import check_results, has_gpus, merged, numa_args, rank_env, sized_for_cpus
+from benchharness.tools.nccl_tests import NcclTests, requirements
+from benchharness.tools.torch_dist import (
+    check_framework_params,
+    check_results,
+    has_gpus,
+    merged,
+    numa_args,
+    rank_env,
+    sized_for_cpus,
+)
 
 OPS = ("all_reduce", "all_gather", "alltoall")
 PROGRAM = f"{ONHOST_DIR}/horovod_dist.py"
@@ -62,29 +70,8 @@ _MISSING = re.compile(r"(?:No module named '?|Extension (?=horovod\.torch has no
 
 def check_params(params: Mapping[str, Any]) -> None:
     """ValueError naming the parameter when a value is wrong."""
-    p = merged(params, PARAMS)
-    if p["op"] not in OPS:
-        raise ValueError(f"op: {p['op']!r} is not one of {', '.join(OPS)}")
-    for key in ("minbytes", "maxbytes", "cpu_maxbytes"):
-        parse_size(p[key])
-    if parse_size(p["minbytes"]) > parse_size(p["maxbytes"]):
-        raise ValueError("minbytes is larger than maxbytes")
-    for key, low in (("stepfactor", 2), ("iters", 1), ("warmup", 0), ("check", 0), ("procs_per_host", 1),
-                     ("init_timeout", 1)):
-        value = p[key]
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < low):
-            raise ValueError(f"{key}: must be an integer >= {low}, not {value!r}")
-    if isinstance(p["timeout"], bool) or not isinstance(p["timeout"], int | float) or p["timeout"] <= 0:
-        raise ValueError(f"timeout: must be a number of seconds > 0, not {p['timeout']!r}")
-    if p["python"] is not None and (not isinstance(p["python"], str) or not p["python"].strip()):
-        raise ValueError("python: must be a non-empty string")
-    if not isinstance(p["env"], Mapping):
-        raise ValueError("env: must be a mapping of NAME: value")
-    check_env(p["env"])
-    if p["require_gdr"] is not None and not isinstance(p["require_gdr"], bool) and p["require_gdr"] != ANY:
-        raise ValueError("require_gdr: must be true, false or any")
-    if p["require_network"] is not None and not isinstance(p["require_network"], str):
-        raise ValueError("require_network: must be a name such as IB, Socket or OFI (or any)")
+    check_framework_params(merged(params, PARAMS), OPS, {"stepfactor": 2, "iters": 1, "warmup": 0, "check": 0,
+                                                         "procs_per_host": 1, "init_timeout": 1})
 
 
 def python_of(host: Host, p: Mapping[str, Any]) -> str:

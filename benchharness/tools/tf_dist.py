@@ -23,11 +23,16 @@ from benchharness.core.model import Command, CommandResult, Host, Record, Step
 from benchharness.core.units import parse_size
 from benchharness.tools.common import ONHOST_DIR, onhost_uploads
 from benchharness.tools.jax_dist import env_of
-from benchharness.tools.mpi_launch import check_env
 from benchharness.tools.nccl_debug import parse_nccl_debug
 from benchharness.tools.nccl_parse import parse_nccl_tests, with_nranks
-from benchharness.tools.nccl_tests import ANY, NcclTests, requirements
-from benchharness.tools.torch_dist import check_results, has_gpus, merged, sized_for_cpus
+from benchharness.tools.nccl_tests import NcclTests, requirements
+from benchharness.tools.torch_dist import (
+    check_framework_params,
+    check_results,
+    has_gpus,
+    merged,
+    sized_for_cpus,
+)
 
 PROGRAM = f"{ONHOST_DIR}/tf_dist.py"
 #: Every worker's gRPC server port when the planner gives none (TF_CONFIG names one per worker).
@@ -47,27 +52,9 @@ def check_params(params: Mapping[str, Any]) -> None:
     p = merged(params, PARAMS)
     if p["op"] != "all_reduce":
         raise ValueError(f"op: {p['op']!r}: the tensorflow tool runs all_reduce only")
-    for key in ("minbytes", "maxbytes", "cpu_maxbytes"):
-        parse_size(p[key])
-    if parse_size(p["minbytes"]) > parse_size(p["maxbytes"]):
-        raise ValueError("minbytes is larger than maxbytes")
     if p["implementation"] not in ("auto", "RING", "NCCL"):
         raise ValueError(f"implementation: {p['implementation']!r} is not one of auto, RING, NCCL")
-    for key, low in (("stepfactor", 2), ("iters", 1), ("warmup", 0), ("check", 0)):
-        value = p[key]
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise ValueError(f"{key}: must be an integer >= {low}, not {value!r}")
-    if isinstance(p["timeout"], bool) or not isinstance(p["timeout"], int | float) or p["timeout"] <= 0:
-        raise ValueError(f"timeout: must be a number of seconds > 0, not {p['timeout']!r}")
-    if p["python"] is not None and (not isinstance(p["python"], str) or not p["python"].strip()):
-        raise ValueError("python: must be a non-empty string")
-    if not isinstance(p["env"], Mapping):
-        raise ValueError("env: must be a mapping of NAME: value")
-    check_env(p["env"])
-    if p["require_gdr"] is not None and not isinstance(p["require_gdr"], bool) and p["require_gdr"] != ANY:
-        raise ValueError("require_gdr: must be true, false or any")
-    if p["require_network"] is not None and not isinstance(p["require_network"], str):
-        raise ValueError("require_network: must be a name such as IB, Socket or OFI (or any)")
+    check_framework_params(p, ("all_reduce",), {"stepfactor": 2, "iters": 1, "warmup": 0, "check": 0})
 
 
 def python_of(host: Host, p: Mapping[str, Any]) -> str:

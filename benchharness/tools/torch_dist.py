@@ -28,7 +28,7 @@ from benchharness.tools import nccl_iter
 from benchharness.tools.common import ONHOST_DIR, onhost_uploads
 from benchharness.tools.mpi_launch import build_srun, check_env, gpu_count, gpu_numa, launch_settings
 from benchharness.tools.nccl_parse import parse_nccl_tests, with_nranks
-from benchharness.tools.nccl_tests import _mpirun, fabric_env
+from benchharness.tools.nccl_tests import ANY, _mpirun, fabric_env
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "sendrecv")
 LAUNCHES = ("auto", "torchrun", "mpirun", "srun")
@@ -79,6 +79,34 @@ def check_launch_params(p: Mapping[str, Any]) -> None:
     if not isinstance(p["env"], Mapping):
         raise ValueError("env: must be a mapping of NAME: value")
     check_env(p["env"])
+
+
+def check_framework_params(p: Mapping[str, Any], ops: Sequence[str], ints: Mapping[str, int]) -> None:
+    """What the JAX, TensorFlow and Horovod tools check alike (merged parameters ``p``): the
+    operation among ``ops``, the sweep's sizes, the integers ``ints`` (name: minimum; None allowed),
+    the time limit, the interpreter, the environment and the network requirements; ValueError
+    naming the parameter."""
+    if p["op"] not in ops:
+        raise ValueError(f"op: {p['op']!r} is not one of {', '.join(ops)}")
+    for key in ("minbytes", "maxbytes", "cpu_maxbytes"):
+        parse_size(p[key])
+    if parse_size(p["minbytes"]) > parse_size(p["maxbytes"]):
+        raise ValueError("minbytes is larger than maxbytes")
+    for key, low in ints.items():
+        value = p[key]
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < low):
+            raise ValueError(f"{key}: must be an integer >= {low}, not {value!r}")
+    if isinstance(p["timeout"], bool) or not isinstance(p["timeout"], int | float) or p["timeout"] <= 0:
+        raise ValueError(f"timeout: must be a number of seconds > 0, not {p['timeout']!r}")
+    if p["python"] is not None and (not isinstance(p["python"], str) or not p["python"].strip()):
+        raise ValueError("python: must be a non-empty string")
+    if not isinstance(p["env"], Mapping):
+        raise ValueError("env: must be a mapping of NAME: value")
+    check_env(p["env"])
+    if p["require_gdr"] is not None and not isinstance(p["require_gdr"], bool) and p["require_gdr"] != ANY:
+        raise ValueError("require_gdr: must be true, false or any")
+    if p["require_network"] is not None and not isinstance(p["require_network"], str):
+        raise ValueError("require_network: must be a name such as IB, Socket or OFI (or any)")
 
 
 def check_params(params: Mapping[str, Any]) -> None:
