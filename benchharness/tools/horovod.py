@@ -27,22 +27,22 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from benchharness.core.errors import ConfigError, ToolFailure
+from benchharness.core.errors import ToolFailure
 from benchharness.core.model import Command, CommandResult, Host, Record, Step
 from benchharness.core.units import parse_size
 from benchharness.tools.base import ToolFacts
 from benchharness.tools.common import ONHOST_DIR, onhost_uploads
-from benchharness.tools.mpi_launch import check_env, gpu_count
+from benchharness.tools.mpi_launch import gpu_count
 from benchharness.tools.nccl_debug import parse_nccl_debug
 from benchharness.tools.nccl_parse import parse_nccl_tests, with_nranks
 from benchharness.tools.nccl_tests import NcclTests, requirements
 from benchharness.tools.torch_dist import (
     check_framework_params,
     check_results,
+    framework_env,
     has_gpus,
     merged,
     numa_args,
-    rank_env,
     sized_for_cpus,
 )
 
@@ -87,15 +87,8 @@ def where(host: Host) -> list[str]:
 
 
 def env_of(step: Step, p: Mapping[str, Any], gpus: bool) -> dict[str, str]:
-    """nccl-tests' NCCL environment and ``GLOO_SOCKET_IFNAME`` (``torch_dist.rank_env``), NCCL's
-    debug log when a check reads it; the suite's ``env`` last."""
-    env = dict(rank_env(step.hosts, {**p, "env": {}}))
-    if gpus and (p["nccl_debug"] or p["require_network"] or p["require_gdr"] is not None):
-        env |= {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,NET"}
-    try:
-        return check_env({**env, **dict(p["env"])})
-    except ValueError as exc:
-        raise ConfigError(f"step {step.id}: {exc}") from exc
+    """``torch_dist.framework_env``: nothing of Horovod's own on GPU hosts."""
+    return framework_env(step, p, gpus)
 
 
 class HorovodCollectives:

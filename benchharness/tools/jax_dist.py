@@ -25,17 +25,17 @@ from benchharness.core.errors import ConfigError, ToolFailure
 from benchharness.core.model import Command, CommandResult, Host, Record, Step
 from benchharness.core.units import parse_size
 from benchharness.tools.common import ONHOST_DIR, onhost_uploads
-from benchharness.tools.mpi_launch import check_env, gpu_count
+from benchharness.tools.mpi_launch import gpu_count
 from benchharness.tools.nccl_debug import parse_nccl_debug
 from benchharness.tools.nccl_parse import parse_nccl_tests, with_nranks
 from benchharness.tools.nccl_tests import NcclTests, requirements
 from benchharness.tools.torch_dist import (
     check_framework_params,
     check_results,
+    framework_env,
     has_gpus,
     merged,
     numa_args,
-    rank_env,
     sized_for_cpus,
 )
 
@@ -75,17 +75,8 @@ def gloo_where(host: Host) -> list[str]:
 
 
 def env_of(step: Step, p: Mapping[str, Any], gpus: bool) -> dict[str, str]:
-    """nccl-tests' NCCL environment (and GLOO_SOCKET_IFNAME), NCCL_DEBUG when a check reads it,
-    no whole-GPU preallocation by XLA; the suite's ``env`` last."""
-    env = {k: v for k, v in rank_env(step.hosts, {**p, "env": {}}).items()}
-    if gpus:
-        env["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
-        if p["nccl_debug"] or p["require_network"] or p["require_gdr"] is not None:
-            env |= {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,NET"}
-    try:
-        return check_env({**env, **dict(p["env"])})
-    except ValueError as exc:
-        raise ConfigError(f"step {step.id}: {exc}") from exc
+    """``torch_dist.framework_env``, and on GPU hosts no whole-GPU preallocation by XLA."""
+    return framework_env(step, p, gpus, {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"})
 
 
 class JaxCollectives:

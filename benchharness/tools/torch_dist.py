@@ -152,6 +152,22 @@ def rank_env(hosts: Sequence[Host], p: Mapping[str, Any]) -> dict[str, object]:
     return {**env, **dict(p["env"])}
 
 
+def framework_env(step: Step, p: Mapping[str, Any], gpus: bool,
+                  on_gpus: Mapping[str, str] | None = None) -> dict[str, str]:
+    """A framework tool's environment: nccl-tests' NCCL environment and ``GLOO_SOCKET_IFNAME``
+    (``rank_env``), on GPU hosts ``on_gpus`` and NCCL's debug log when a check reads it; the
+    suite's ``env`` last. ConfigError naming the step when a value is wrong."""
+    env = dict(rank_env(step.hosts, {**p, "env": {}}))
+    if gpus:
+        env |= dict(on_gpus or {})
+        if p["nccl_debug"] or p["require_network"] or p["require_gdr"] is not None:
+            env |= {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,NET"}
+    try:
+        return check_env({**env, **dict(p["env"])})
+    except ValueError as exc:
+        raise ConfigError(f"step {step.id}: {exc}") from exc
+
+
 def python_of(host: Host, p: Mapping[str, Any]) -> str:
     """The interpreter with torch: the suite's ``python``, host var ``torch_python``, else ``python3``."""
     return str(p["python"] or host.var("torch_python") or "python3")
