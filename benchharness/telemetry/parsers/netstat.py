@@ -4,7 +4,10 @@ named as the sampler names them (``tcp:-:RetransSegs``, ``tcpext:-:TCPLostRetran
 - ``netstat -s`` (net-tools ``statistics.c``): ``Tcp:`` section headers, then indented lines
   ``48108 segments retransmitted`` (a phrase per MIB field; net-tools before 1.60 spelled some
   differently: ``segments send out``, ``segments retransmited``, ``active connections openings``)
-  or ``TCPLostRetransmit: 5164`` for fields it has no phrase for;
+  or ``TCPLostRetransmit: 5164`` for fields it has no phrase for; its lines grepped out of their
+  sections (``netstat -s | grep retrans``) are read where the phrase names one field of the Tcp or
+  Ip table and no other (``segments retransmitted``, ``requests sent out``), or a field of the
+  kernel's IpExt list (``OutOctets: 1248437047``);
 - ``nstat [-a|-z]`` (iproute2): ``#kernel`` then ``TcpRetransSegs   48108   0.0`` (MIB name
   glued to the field, value, rate); ``nstat -j``: ``{"kernel": {"TcpRetransSegs": 48108, ...}}``;
 - ``/proc/net/snmp`` and ``/proc/net/netstat``: a ``Tcp: RtoAlgorithm RtoMin ...`` name line
@@ -39,6 +42,15 @@ _PHRASES = {
            "requests sent out": "OutRequests", "outgoing packets dropped": "OutDiscards",
            "with invalid addresses": "InAddrErrors", "with invalid headers": "InHdrErrors"},
 }
+#: Phrases that name one field of the Tcp or Ip table and of no other table: read without their
+#: section header too, as ``netstat -s | grep`` leaves them (the Udp phrases are UdpLite's as well).
+_BARE = {phrase: mib for mib in ("Tcp", "Ip") for phrase in _PHRASES[mib]
+         if sum(phrase in table for table in _PHRASES.values()) == 1}
+#: The kernel's IpExt fields (net/ipv4/proc.c, snmp4_ipextstats_list), which netstat -s prints as
+#: ``OutOctets: N``: read without their ``IpExt:`` header too.
+_IPEXT = frozenset({"InNoRoutes", "InTruncatedPkts", "InMcastPkts", "OutMcastPkts", "InBcastPkts", "OutBcastPkts",
+                    "InOctets", "OutOctets", "InMcastOctets", "OutMcastOctets", "InBcastOctets", "OutBcastOctets",
+                    "InCsumErrors", "InNoECTPkts", "InECT1Pkts", "InECT0Pkts", "InCEPkts", "ReasmOverlaps"})
 _SECTION = re.compile(rf"^({'|'.join(MIBS)}):\s*$")
 _NSTAT = re.compile(rf"^({'|'.join(MIBS)})([A-Z0-9]\w*)\s+(\d+)(?:\s+[-\d.]+)?\s*$")
 _PROC = re.compile(rf"^({'|'.join(MIBS)}):((?:\s+\S+)+)\s*$")
@@ -81,6 +93,17 @@ def counters_of(lines: list[str]) -> tuple[dict[str, int], set[int]]:
             continue
         if stripped and not line[:1].isspace():
             section = None
+        bare = _LEADING.match(line)
+        if bare and bare.group(2) in _BARE:
+            mib = _BARE[bare.group(2)]
+            out[_key(mib, _PHRASES[mib][bare.group(2)])] = int(bare.group(1))
+            used.add(i)
+            continue
+        named = _NAMED.match(line)
+        if named and named.group(1) in _IPEXT:
+            out[_key("IpExt", named.group(1))] = int(named.group(2))
+            used.add(i)
+            continue
         n = _NSTAT.match(stripped)
         if n:
             out[_key(n.group(1), n.group(2))] = int(n.group(3))
@@ -127,7 +150,7 @@ def parse_netstat(text: str) -> dict[str, int]:
 
 PARSERS = {"netstat": parse_netstat, "nstat": parse_netstat}
 READS = {
-    "netstat": "netstat -s (net-tools 1.60 and 2.10, older spellings too), nstat and /proc/net/snmp as well "
-               "-> tcp:-:RetransSegs ...",
+    "netstat": "netstat -s (net-tools 1.60 and 2.10, older spellings too; its Tcp and Ip lines grepped out of "
+               "their sections too), nstat and /proc/net/snmp as well -> tcp:-:RetransSegs ...",
     "nstat": "nstat [-a|-z|-j] (iproute2) -> tcp:-:RetransSegs, tcpext:-:TCPLostRetransmit ...",
 }
