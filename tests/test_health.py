@@ -267,3 +267,17 @@ def test_a_gateway_that_refuses_is_one_line_and_exit_4(tmp_path: Path) -> None:
     assert res.returncode == 4, res.stdout + res.stderr
     assert "Traceback" not in res.stderr
     assert f"push={gateway.url}: the Pushgateway did not take the metrics" in res.stderr
+
+
+def test_tcp_retransmissions_without_tcps_segment_count_are_bounded_by_ip_packets() -> None:
+    """IP packets sent bound TCP's segments from above: the rate they give is a least value, which
+    fails over the limit and judges nothing under it (a grep of ``netstat -s`` without OutSegs)."""
+    moved = {"tcp:-:RetransSegs": 92, "ip:-:OutRequests": 10604}
+    over = _by_limit(judge(moved, {"retrans_per_mpkt": 100}, seconds=1.0, ip_packets=10604))["retrans_per_mpkt"]
+    assert over.status == "fail" and over.value == pytest.approx(92 / 10604 * 1e6)
+    under = _by_limit(judge({**moved, "tcp:-:RetransSegs": 1}, {"retrans_per_mpkt": 100}, seconds=1.0,
+                            ip_packets=10_604_000))["retrans_per_mpkt"]
+    assert under.status == "info" and under.value is None and "not judged" in under.message
+    exact = _by_limit(judge(moved, {"retrans_per_mpkt": 100}, seconds=1.0, tcp_segments=10_000_000,
+                            ip_packets=10604))["retrans_per_mpkt"]
+    assert exact.status == "pass" and "per million TCP segments sent (10000000)" in exact.message

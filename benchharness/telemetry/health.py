@@ -237,10 +237,13 @@ def _pause(counters: Mapping[str, int], seconds: float, speed_gbps: float | None
 
 def judge(counters: Mapping[str, int], limits: Mapping[str, Any], *, seconds: float,
           speed_gbps: float | None = None, driver: str | None = None,
-          tcp_segments: int | None = None) -> list[Judged]:
+          tcp_segments: int | None = None, ip_packets: int | None = None) -> list[Judged]:
     """Each limit of ``limits`` on one rail's counter deltas over a step of ``seconds``.
 
     ``tcp_segments``: TCP segments sent in the step (the denominator for TCP retransmissions).
+    ``ip_packets``: IP packets sent (every protocol's), where TCP's own count is missing (a pasted
+    ``netstat -s | grep``): an upper bound of the segments, so the rate it gives is a lower bound,
+    which fails when it is over the limit and judges nothing when it is not.
     """
     bad = str(limits.get("status", "fail"))
     who = driver or "this driver"
@@ -300,6 +303,18 @@ def judge(counters: Mapping[str, int], limits: Mapping[str, Any], *, seconds: fl
                 missing(limit, "no retransmission / out-of-sequence / timeout counters")
                 continue
             tcp_only = all(base_name(k) == "RetransSegs" for k in keys)
+            if tcp_only and not tcp_segments and ip_packets and total:
+                per = total / ip_packets * 1e6
+                if _over(per, float(limits[limit])):
+                    verdict(limit, per, _names(keys, counters), total,
+                            f"at least {per:.4g} per million TCP segments sent (their count is not in the "
+                            f"snapshots; IP packets sent, {ip_packets}, bound it from above)")
+                else:
+                    out.append(Judged(limit, "info", None, limits[limit], _names(keys, counters), total,
+                                      f"{_names(keys, counters)} +{total}: at least {per:.4g} per million TCP "
+                                      f"segments (bounded by IP packets sent, {ip_packets}); TCP's own count is "
+                                      "not in the snapshots: not judged"))
+                continue
             denom = tcp_segments if tcp_only and tcp_segments else pkts
             what = "TCP segments sent" if tcp_only and tcp_segments else f"packets ({source})"
             if not denom:

@@ -62,6 +62,8 @@ def judge_pasted(before: Mapping[str, int], after: Mapping[str, int], *, seconds
     for obj in sorted(groups, key=lambda o: (o is None, o or "")):
         counters = groups[obj]
         segments = sum(v for k, v in counters.items() if k.startswith("tcp:") and k.endswith(":OutSegs")) or None
-        for verdict in judge(counters, limits, seconds=seconds, speed_gbps=speed_gbps, tcp_segments=segments):
+        ip_packets = sum(v for k, v in counters.items() if k.startswith("ip:") and k.endswith(":OutRequests")) or None
+        for verdict in judge(counters, limits, seconds=seconds, speed_gbps=speed_gbps, tcp_segments=segments,
+                             ip_packets=ip_packets):
             out.append(PastedVerdict(obj, verdict))
     return out
