@@ -63,6 +63,16 @@ def test_dcb_pfc_show() -> None:
     assert qos.parse_dcb_pfc("prio-pfc 0:off 3:on\n")["pfc_enabled"] == [3]
 
 
+def test_dcb_pfc_pasted_session_reads_the_last_show_not_the_set_line() -> None:
+    """hns3 (pfc-cap 4): show, set 0-3 on, show again; the driver of the time reports all eight."""
+    session = text("qos/dcb-pfc-hns3-show-set-show-pfc-cap-4.txt")
+    found = qos.parse_dcb_pfc(session)
+    assert found["pfc_enabled"] == list(range(8)) and found["pfc_cap"] == 4 and found["delay"] == 0
+    assert found["requests"] is None and found["indications"] is None
+    asked_only = session.split("$ dcb pfc show", 2)[1].rsplit("\n$ dcb pfc show", 1)[0]
+    assert "pfc set" in asked_only and qos.parse_dcb_pfc(asked_only)["pfc_enabled"] == []
+
+
 # -- checks -----------------------------------------------------------------------------------
 def gpu_host(name: str = "gpu-a", gpus: object = 8) -> Host:
     return Host(name, "10.0.0.1", vars={"gpus": gpus} if gpus else {},

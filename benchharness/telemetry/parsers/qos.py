@@ -30,20 +30,33 @@ def parse_mlnx_qos(text: str) -> dict[str, Any]:
             "pfc_enabled": sorted(p for p, on in zip(order, flags, strict=False) if on)}
 
 
+#: A ``dcb ... pfc set`` command line in a pasted session: its ``prio-pfc`` map is what was asked
+#: for, not what the device reports.
+_DCB_SET = re.compile(r"^.*\bdcb\b(?:\s+-\S+)*\s+pfc\s+set\b.*$", re.MULTILINE)
+
+
+def _last(pattern: str, text: str) -> re.Match[str] | None:
+    matches = list(re.finditer(pattern, text))
+    return matches[-1] if matches else None
+
+
 def _mapping(text: str, key: str) -> dict[int, str] | None:
-    found = re.search(rf"(?:^|\s){key}((?:\s+\d+:\w+)+)", text)
+    found = _last(rf"(?:^|\s){key}((?:\s+\d+:\w+)+)", text)
     return {int(k): v for k, v in _MAP.findall(found.group(1))} if found else None
 
 
 def parse_dcb_pfc(text: str) -> dict[str, Any]:
     """``dcb pfc show dev X``: ``{"pfc_enabled": [...], "pfc_cap": n, "delay": n, "requests":
-    {prio: n}, "indications": {prio: n}}`` (``prio-pfc``, or ``pg-pfc`` of the first releases)."""
+    {prio: n}, "indications": {prio: n}}`` (``prio-pfc``, or ``pg-pfc`` of the first releases).
+    In a pasted session (show, ``dcb pfc set``, show again) the set command lines are not output
+    and the last show is the device's current state."""
+    text = _DCB_SET.sub("", text)
     pfc = _mapping(text, "prio-pfc") or _mapping(text, "pg-pfc")
     if pfc is None:
         raise ValueError("no prio-pfc map in the dcb pfc output")
     out: dict[str, Any] = {"pfc_enabled": sorted(p for p, v in pfc.items() if v == "on")}
     for key, name in (("pfc-cap", "pfc_cap"), ("delay", "delay")):
-        found = re.search(rf"{key}\s+(\d+)", text)
+        found = _last(rf"{key}\s+(\d+)", text)
         out[name] = int(found.group(1)) if found else None
     for key in ("requests", "indications"):
         counts = _mapping(text, key)
