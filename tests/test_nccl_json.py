@@ -104,3 +104,16 @@ def test_bench_parse_names_the_straggler(tmp_path: Path) -> None:
     res = subprocess.run([sys.executable, "-m", "benchharness", "parse", "nccl-stragglers", str(doc)],
                          capture_output=True, text=True, timeout=120)
     assert res.returncode != 0 and "not a complete nccl-tests JSON document" in res.stderr
+
+
+def test_one_device_record_per_process_counts_its_gpus() -> None:
+    """nccl-tests writes the first rank of each process: a published -g 2 run (two T4, one
+    process) lists one device, and is two ranks (busbw equals algbw, as for n = 2)."""
+    doc = json.loads((REAL.parent / "all_reduce_2gpu_t4_one_process_v3_per_iter.json").read_text())
+    assert [[d["rank"] for d in p] for p in nccl_json.process_ranks(doc)] == [[0]]
+    footer = nccl_json.parse_json(json.dumps(doc))[-1]
+    assert footer["nranks"] == 2 and len(footer["ranks"]) == 1
+    two = copy.deepcopy(doc)  # a second process on another host: ranks 2 and 3, record of rank 2
+    two["config"]["devices"].append({**doc["config"]["devices"][0], "rank": 2, "pid": 1719, "hostname": "other"})
+    assert [[d["rank"] for d in p] for p in nccl_json.process_ranks(two)] == [[0], [2]]
+    assert nccl_json.parse_json(json.dumps(two))[-1]["nranks"] == 4

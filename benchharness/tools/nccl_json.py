@@ -130,11 +130,13 @@ def parse_json(text: str) -> list[Record]:
                 rec["truncated"] = True
             records.append(rec)
     devices = [d for d in (doc.get("config") or {}).get("devices") or [] if isinstance(d, Mapping)]
+    per = _ranks_per_process(doc.get("config") or {})
     avg = doc.get("average_bus_bandwidth") or {}
     oob = doc.get("out_of_bounds") or {}
     records.append({
         "kind": "footer", "collective": name, "format": "json", "json_version": doc.get("version"),
-        "nccl_version": doc.get("nccl_version"), "nranks": len(devices) or None,
+        "nccl_version": doc.get("nccl_version"),
+        "nranks": sum(max(per, len(p)) for p in process_ranks(doc)) or None,
         "ranks": [{"rank": d.get("rank"), "host": d.get("hostname"), "device": d.get("device"),
                    "pci": d.get("device_hex"), "model": d.get("device_info")} for d in devices],
         "avg_busbw_GBps": _num(avg.get("bandwidth")) if isinstance(avg, Mapping) else None,
@@ -180,13 +182,25 @@ def iterations(doc: Mapping[str, Any]) -> list[IterationRows]:
     return out
 
 
+def _ranks_per_process(config: Mapping[str, Any]) -> int:
+    return max(1, int(config.get("ngpus") or 1) * int(config.get("nthreads") or 1))
+
+
 def process_ranks(doc: Mapping[str, Any]) -> list[list[Mapping[str, Any]]]:
-    """The ranks (device records) of each MPI process, in process order: ``ngpus x nthreads``
-    consecutive ranks per process, as nccl-tests numbers them (rank = proc * nThreads * nGpus + i)."""
+    """The device records of each MPI process, in process order. nccl-tests (util.cu) numbers the
+    ranks rank = proc * nThreads * nGpus + i, but writes one record per process, the first rank of
+    its ``# Using devices`` lines: with ``-g 2`` a process's second GPU is in no record. Records
+    of one process (host and pid) are grouped; without pids, ``ngpus x nthreads`` consecutive
+    records are taken as one process."""
     config = doc.get("config") or {}
     devices = sorted((d for d in config.get("devices") or [] if isinstance(d, Mapping)),
                      key=lambda d: int(d.get("rank") or 0))
-    per = max(1, int(config.get("ngpus") or 1) * int(config.get("nthreads") or 1))
+    if devices and all(d.get("pid") is not None for d in devices):
+        groups: dict[tuple[Any, Any], list[Mapping[str, Any]]] = {}
+        for d in devices:
+            groups.setdefault((d.get("hostname"), d.get("pid")), []).append(d)
+        return list(groups.values())
+    per = _ranks_per_process(config)
     return [devices[i:i + per] for i in range(0, len(devices), per)]
 
 
