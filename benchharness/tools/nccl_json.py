@@ -52,6 +52,14 @@ def load(text: str) -> dict[str, Any]:
         doc = json.loads(body)
     except ValueError as exc:
         doc = _salvage(body, exc)
+    if isinstance(doc, dict) and not isinstance(doc.get("results"), list) \
+            and isinstance(doc.get("config"), Mapping) and "nccl_version" in doc:
+        # nccl-tests closes the document when the run stops before its first size (a GPU it
+        # cannot use, an NCCL init failure): the head is whole, the results list never opened
+        devices = doc["config"].get("devices")
+        listed = f"{len(devices)} device record(s)" if isinstance(devices, list) else "no devices list"
+        raise ToolFailure("no_results", f"nccl-tests JSON document without results: the run stopped "
+                                        f"after writing its config ({listed})")
     if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
         raise ToolFailure("parse_error", "not an nccl-tests JSON document (no results list)")
     return doc
