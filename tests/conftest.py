@@ -25,6 +25,11 @@ from real_parts import (  # noqa: F401  (the hooks: CI fails skips, and a missin
     pytest_runtest_makereport,
     require_commands,
 )
+from turns import (  # noqa: F401  (the hooks: tests take turns on the machine, xdist groups)
+    pytest_collection_modifyitems,
+    pytest_runtest_protocol,
+    pytest_xdist_auto_num_workers,
+)
 
 import benchharness.tools
 from benchharness.core.errors import LabError

@@ -26,7 +26,8 @@ REPO = Path(__file__).resolve().parents[1]
 LOCAL = Host("localhost", "127.0.0.1", local=True)
 HOSTILE = "a b; $(touch /tmp/bench-pwned) 'q' \"dq\" `id` \\ %s {x}"
 
-pytestmark = pytest.mark.skipif(shutil.which("mpirun") is None, reason="Open MPI's mpirun is not installed")
+pytestmark = [pytest.mark.skipif(shutil.which("mpirun") is None, reason="Open MPI's mpirun is not installed"),
+              pytest.mark.xdist_group("loopback")]  # fixed ports on this machine's loopback (tests/turns.py)
 
 
 def lab_hosts() -> tuple[Host, ...]:

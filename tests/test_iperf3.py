@@ -25,6 +25,7 @@ from benchharness.core.model import Command, CommandResult, Host, Step
 from benchharness.tools import iperf3_parse
 from benchharness.tools.iperf3 import ADAPTER, parse_client_result
 
+pytestmark = pytest.mark.xdist_group("loopback")  # fixed ports on this machine's loopback: one worker (tests/turns.py)
 FIXTURES = Path(__file__).parent / "fixtures" / "iperf3"
 RAW = sorted(p for p in FIXTURES.glob("*.json") if not p.name.endswith(".expected.json"))
 

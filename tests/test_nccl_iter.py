@@ -24,6 +24,7 @@ from benchharness.core.model import CommandResult, Host, Step
 from benchharness.tools import get_tool, nccl_iter, nccl_tests
 from benchharness.tools.mpi_launch import build_mpirun
 
+pytestmark = pytest.mark.xdist_group("loopback")  # fixed ports on this machine's loopback: one worker (tests/turns.py)
 REPO = Path(__file__).resolve().parent.parent
 REAL_TEXT = REPO / "tests" / "fixtures" / "real" / "nccl-tests" / "all_reduce_1gpu_4090_per_iter_columns_v2_20.txt"
 LOCAL = Host("localhost", "127.0.0.1", local=True, vars={"bench_python": sys.executable})

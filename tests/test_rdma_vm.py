@@ -12,8 +12,6 @@ results share (``bench report`` of its rdma-bw run renders here, outside the emu
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import gzip
 import json
 import math
@@ -23,7 +21,6 @@ import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,49 +32,15 @@ from benchharness.results.store import RunDir
 sys.path.insert(0, str(Path(__file__).parent))
 import vmharness
 
-pytestmark = pytest.mark.rdma_vm
+# alone: the VM's vCPUs keep both cores busy, and perftest's clock estimate under TCG misses when
+# one is preempted, so no other test runs meanwhile (tests/turns.py)
+pytestmark = [pytest.mark.rdma_vm, pytest.mark.alone]
 
 ROOT = Path(__file__).resolve().parents[1]
-LOCK = Path("/tmp/bench-lab-tests.lock")
 #: The guest command's limit at reference speed (vmharness.REFERENCE_BOOT_S); the VM gets this
 #: times the speed factor its boot measured. The guest's own commands have scaled limits inside it
 #: (rdma_vm_guest.STEP_WORK_S), so a hang is named by the command that hung.
 VM_WORK_S = 720.0
-
-
-def _ancestors() -> set[int]:
-    pids, pid = set(), os.getpid()
-    while pid > 1:
-        pids.add(pid)
-        try:
-            status = Path(f"/proc/{pid}/status").read_text()
-        except OSError:
-            break
-        pid = int(next(ln.split()[1] for ln in status.splitlines() if ln.startswith("PPid:")))
-    return pids
-
-
-def _held_by_an_ancestor(path: Path) -> bool:
-    """True when ``flock PATH pytest ...`` (a parent of this process) holds the lock already."""
-    inode, mine = os.stat(path).st_ino, _ancestors()
-    for line in Path("/proc/locks").read_text().splitlines():
-        fields = line.split()  # "3: FLOCK  ADVISORY  WRITE 1234 00:1f:5678 0 EOF"; waiters have "->"
-        if len(fields) >= 6 and fields[1] == "FLOCK" and fields[4].isdigit() and int(fields[4]) in mine \
-                and fields[5].rsplit(":", 1)[-1] == str(inode):
-            return True
-    return False
-
-
-@contextlib.contextmanager
-def lab_lock() -> Iterator[None]:
-    """The machine-wide lock of lab users (the VM keeps both cores busy), unless a parent holds it."""
-    with open(LOCK, "a") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            if not _held_by_an_ancestor(LOCK):
-                fcntl.flock(lock, fcntl.LOCK_EX)
-        yield
 
 
 @pytest.fixture(scope="session")
@@ -90,10 +53,9 @@ def rdma_vm(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     results = Path(keep) if keep else tmp_path_factory.mktemp("rdma-vm")
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "benchharness-vm"
     command = shlex.join([sys.executable, str(ROOT / "tests" / "rdma_vm_guest.py"), str(results)])
-    with lab_lock():
-        vm = vmharness.run_in_vm(command, results, cache, ROOT, VM_WORK_S,
-                                 env={"PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": str(ROOT)},
-                                 extra_paths=[Path(sys.prefix)], nic_queues=4)
+    vm = vmharness.run_in_vm(command, results, cache, ROOT, VM_WORK_S,
+                             env={"PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": str(ROOT)},
+                             extra_paths=[Path(sys.prefix)], nic_queues=4)
     guest_file = results / "guest.json"
     log: dict[str, Any] = json.loads(guest_file.read_text()) if guest_file.exists() else {}
     line = f"rdma_vm: VM wall time {vm.wall_s:.0f} s (guest {log.get('wall_s', '?')} s), status {vm.status}; {vm.timings()}"
@@ -320,12 +282,11 @@ def test_watchdog_kills_a_guest_that_never_powers_off(tmp_path: Path) -> None:
     if reason:
         pytest.skip(reason)
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "benchharness-vm"
-    with lab_lock():
-        # the guest reports a step that never ends, as rdma_vm_guest.py does
-        command = ('echo started; echo \'{"event": "start", "name": "endless", "t": \'"$(date +%s)"\'}\' '
-                   '>> "$RESULTS/progress.jsonl"; sleep 600')
-        vm = vmharness.run_in_vm(command, tmp_path / "hang", cache, ROOT, work_s=5,
-                                 env={"RESULTS": str((tmp_path / "hang").resolve())})
+    # the guest reports a step that never ends, as rdma_vm_guest.py does
+    command = ('echo started; echo \'{"event": "start", "name": "endless", "t": \'"$(date +%s)"\'}\' '
+               '>> "$RESULTS/progress.jsonl"; sleep 600')
+    vm = vmharness.run_in_vm(command, tmp_path / "hang", cache, ROOT, work_s=5,
+                             env={"RESULTS": str((tmp_path / "hang").resolve())})
     assert vm.timed_out and vm.status is None  # no status file: the command never finished
     assert not Path(f"/proc/{vm.pid}").exists()  # qemu is gone (killed and reaped)
     assert "started" in vm.output

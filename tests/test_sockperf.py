@@ -16,6 +16,7 @@ from benchharness.planning.plan import ports_reserved
 from benchharness.tools import get_tool, tool_facts
 from benchharness.tools.sockperf import ADAPTER, SOCKPERF, parse_output
 
+pytestmark = pytest.mark.xdist_group("loopback")  # fixed ports on this machine's loopback: one worker (tests/turns.py)
 FIXTURES = Path(__file__).parent / "fixtures" / "sockperf"
 
 #: A few values of each fixture, read off the published text.

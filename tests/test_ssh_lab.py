@@ -66,7 +66,7 @@ def test_jump_lab_hosts_are_out_of_the_controllers_reach(jump_lab: LabInfo) -> N
     ("inventory.ini", "ProxyJump root@"),
     ("inventory-proxycommand.ini", "ProxyCommand ssh -i"),
     ("inventory-alias.ini", f"(alias {JUMP_LAB}-h1)"),
-])
+], ids=["proxyjump", "proxycommand", "alias"])  # no lab name in ids: every xdist worker has its own
 def test_same_suite_runs_through_the_jump_host(jump_lab: LabInfo, tmp_path: Path, inventory: str,
                                                via: str) -> None:
     inv = jump_lab.dir / inventory

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from benchharness.core.model import Host, Step
 from benchharness.results.store import RunDir
 from benchharness.telemetry.collect import (
@@ -19,6 +21,7 @@ from benchharness.telemetry.collect import (
 from benchharness.telemetry.counters import delta
 from benchharness.transport import transport_for
 
+pytestmark = pytest.mark.xdist_group("loopback")  # fixed ports on this machine's loopback: one worker (tests/turns.py)
 LOCAL = Host("localhost", "127.0.0.1", local=True, data_ip="127.0.0.1", vars={"netdev": "lo"})
 
 

@@ -28,6 +28,7 @@ from benchharness.results.store import RunDir
 from benchharness.tools import get_tool
 from benchharness.transport.base import wrap_command
 
+pytestmark = pytest.mark.xdist_group("loopback")  # fixed ports on this machine's loopback: one worker (tests/turns.py)
 CAPTURED = Path(__file__).parent / "fixtures" / "captured" / "torch"
 SYSTEM_PYTHON = "/usr/bin/python3"
 HOSTILE = "a b; $(touch /tmp/bench-pwned) 'q' `id`"

@@ -25,6 +25,7 @@ from benchharness.core.model import Command, CommandResult, Host, Step
 from benchharness.tools import get_tool
 from benchharness.tools.ucx_perftest import ADAPTER, READY_PATTERN, parse_output
 
+pytestmark = pytest.mark.xdist_group("loopback")  # fixed ports on this machine's loopback: one worker (tests/turns.py)
 FIXTURES = Path(__file__).parent / "fixtures" / "ucx_perftest"
 CASES = sorted(FIXTURES.glob("*.txt"))
 

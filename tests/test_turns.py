@@ -1,0 +1,131 @@
+"""tests/turns.py: an ``alone`` test waits for the tests running beside it and keeps new ones out."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+HOLDER = """
+import sys
+from pathlib import Path
+sys.path.insert(0, {tests!r})
+from turns import turn
+with turn({alone}, Path({lock!r}), Path({gate!r})):
+    print("in", flush=True)
+    sys.stdin.readline()
+print("out", flush=True)
+"""
+
+
+class Holder:
+    """A process that takes a turn and keeps it until told to leave."""
+
+    def __init__(self, tmp: Path, alone: bool) -> None:
+        code = HOLDER.format(tests=str(Path(__file__).parent), alone=alone, lock=str(tmp / "lock"), gate=str(tmp / "gate"))
+        self.proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def wait_in(self) -> None:
+        assert self.proc.stdout is not None
+        assert self.proc.stdout.readline() == "in\n"  # blocks until it holds its turn (hang guard: pytest's)
+
+    def is_in(self, within: float) -> bool:
+        """Whether it holds its turn within ``within`` seconds (it may not print before then)."""
+        assert self.proc.stdout is not None
+        import selectors
+
+        sel = selectors.DefaultSelector()
+        sel.register(self.proc.stdout, selectors.EVENT_READ)
+        return bool(sel.select(within))
+
+    def wait_blocked_on(self, path: Path) -> None:
+        """Until the kernel lists it as a waiter for ``path``'s lock (``/proc/locks``: "->")."""
+        inode = path.stat().st_ino
+        deadline = time.monotonic() + 60  # hang guard
+        while time.monotonic() < deadline:
+            for line in Path("/proc/locks").read_text().splitlines():
+                fields = line.split()
+                if len(fields) >= 7 and fields[1] == "->" and fields[5] == str(self.proc.pid) \
+                        and fields[6].rsplit(":", 1)[-1] == str(inode):
+                    return
+            time.sleep(0.05)
+        pytest.fail(f"process {self.proc.pid} never waited on {path}")
+
+    def leave(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write("\n")
+        self.proc.stdin.flush()
+        assert self.proc.wait(30) == 0
+
+
+@pytest.fixture
+def holders(tmp_path: Path):
+    made: list[Holder] = []
+
+    def make(alone: bool) -> Holder:
+        made.append(Holder(tmp_path, alone))
+        return made[-1]
+
+    yield make
+    for h in made:
+        h.proc.kill()
+        h.proc.wait()
+
+
+def test_tests_that_share_run_together(holders) -> None:
+    a, b = holders(False), holders(False)
+    a.wait_in()
+    b.wait_in()  # both hold it at once
+    a.leave()
+    b.leave()
+
+
+def test_alone_waits_for_the_running_test_and_new_ones_wait_for_it(holders, tmp_path: Path) -> None:
+    running = holders(False)
+    running.wait_in()
+    alone = holders(True)
+    alone.wait_blocked_on(tmp_path / "lock")  # the test beside it still runs; it holds the gate
+    later = holders(False)
+    later.wait_blocked_on(tmp_path / "gate")  # a new test does not slip in before the waiting alone one
+    running.leave()
+    alone.wait_in()
+    assert not later.is_in(0.5)  # nor while it runs
+    alone.leave()
+    later.wait_in()
+    later.leave()
+
+
+GROUPED = {
+    "conftest.py": "import sys\nsys.path.insert(0, {tests!r})\nfrom turns import pytest_collection_modifyitems  # noqa\n",
+    "test_one.py": "import os\n\n{tests_one}",
+    "test_two.py": "import os\nimport pytest\n\npytestmark = pytest.mark.xdist_group('shared')\n\n{tests_two}",
+    "test_three.py": "import os\nimport pytest\n\npytestmark = pytest.mark.xdist_group('shared')\n\n{tests_three}",
+}
+
+
+def test_a_files_tests_and_a_named_group_each_run_on_one_worker(tmp_path: Path) -> None:
+    """xdist's loadgroup with turns' default (a file is a group): the versions installed keep groups
+    together (pytest 9.2 made xdist 3.8 ignore every group, and fixtures were made once per worker)."""
+    log = tmp_path / "log"
+
+    def tests(stem: str, n: int) -> str:
+        return "".join(f"def test_{stem}_{i}():\n    with open({str(log)!r}, 'a') as f:\n"
+                       f"        f.write('{stem} ' + os.environ['PYTEST_XDIST_WORKER'] + '\\n')\n\n" for i in range(n))
+
+    project = tmp_path / "p"
+    project.mkdir()
+    for name, text in GROUPED.items():
+        (project / name).write_text(text.format(tests=str(Path(__file__).parent), tests_one=tests("one", 8),
+                                                tests_two=tests("two", 4), tests_three=tests("three", 4)))
+    (project / "pytest.ini").write_text("[pytest]\n")
+    res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "2", "--dist", "loadgroup", "-p", "no:cacheprovider",
+                          str(project)], capture_output=True, text=True, timeout=300, cwd=project)
+    assert res.returncode == 0, res.stdout + res.stderr
+    ran = [line.split() for line in log.read_text().splitlines()]
+    assert len(ran) == 16
+    workers = {stem: {w for s, w in ran if s == stem} for stem in ("one", "two", "three")}
+    assert len(workers["one"]) == 1, workers
+    assert len(workers["two"] | workers["three"]) == 1, workers

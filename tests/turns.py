@@ -1,0 +1,92 @@
+"""pytest plugin: tests take turns on the machine (loaded by conftest.py).
+
+The suite runs in parallel (pytest-xdist, ``-n`` in pyproject.toml): most lab tests wait on
+shaped links, sshd and sleeps, and a second worker fills that time. Two things must not overlap:
+
+- A test marked ``alone`` (the soft-RoCE VM: its two vCPUs keep both cores busy, and perftest's
+  clock estimate under TCG misses when a vCPU is preempted) runs with no other test of any session
+  on this machine. Every other test holds the machine lock shared; an ``alone`` test holds it
+  exclusively. A gate lock in front of it lets a waiting ``alone`` test in before new shared
+  holders, so a worker of short tests cannot keep it out for ever (flock has no writer priority).
+- Tests that use fixed ports on the root namespace's loopback (a local ``bench run`` takes
+  iperf3's 5201, torchrun its master port) share the xdist group ``loopback``: one worker runs
+  them one after another. Every other test file is a group of its own, so that its module
+  fixtures (a lab, a run that several tests read) are made once; the three shared comparison
+  runs (``nic_runs``) are one group across their files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+LOCK = Path("/tmp/bench-lab-tests.lock")
+"""Held shared by every test and exclusively by ``alone`` tests, machine-wide."""
+GATE = Path("/tmp/bench-lab-tests.gate")
+"""Taken briefly before the lock, and held by an ``alone`` test while it waits for it."""
+MAX_WORKERS = 4
+"""``-n auto``'s ceiling: more lab tests at once than this only load each other."""
+
+
+def _ancestors() -> set[int]:
+    pids, pid = set(), os.getpid()
+    while pid > 1:
+        pids.add(pid)
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            break
+        pid = int(next(ln.split()[1] for ln in status.splitlines() if ln.startswith("PPid:")))
+    return pids
+
+
+def held_by_an_ancestor(path: Path) -> bool:
+    """True when this process or a parent (``flock PATH pytest ...``) holds ``path`` exclusively."""
+    inode, mine = os.stat(path).st_ino, _ancestors()
+    for line in Path("/proc/locks").read_text().splitlines():
+        fields = line.split()  # "3: FLOCK  ADVISORY  WRITE 1234 00:1f:5678 0 EOF"; waiters have "->"
+        if len(fields) >= 6 and fields[1] == "FLOCK" and fields[3] == "WRITE" and fields[4].isdigit() \
+                and int(fields[4]) in mine and fields[5].rsplit(":", 1)[-1] == str(inode):
+            return True
+    return False
+
+
+@contextlib.contextmanager
+def turn(alone: bool, lock_path: Path = LOCK, gate_path: Path = GATE) -> Iterator[None]:
+    """Hold the machine lock, exclusively when ``alone``, unless a parent holds it exclusively."""
+    with open(lock_path, "a") as lock:
+        if held_by_an_ancestor(lock_path):
+            yield
+            return
+        with open(gate_path, "a") as gate:
+            fcntl.flock(gate, fcntl.LOCK_EX)
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+            finally:
+                fcntl.flock(gate, fcntl.LOCK_UN)
+        yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    with turn(item.get_closest_marker("alone") is not None):
+        yield
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test without an ``xdist_group`` goes in its file's group (before xdist reads the groups)."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: one worker per core this process may use, at most ``MAX_WORKERS``."""
+    return max(1, min(len(os.sched_getaffinity(0)), MAX_WORKERS))
