@@ -61,7 +61,7 @@ def rdma_vm(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     line = f"rdma_vm: VM wall time {vm.wall_s:.0f} s (guest {log.get('wall_s', '?')} s), status {vm.status}; {vm.timings()}"
     capture = request.config.pluginmanager.getplugin("capturemanager")
     with capture.global_and_fixture_disabled():  # shown in -q runs too
-        print(f"\n{line}")
+        print(f"\n{line}", file=sys.stderr)  # stderr: an xdist worker's stdout is not shown
     assert not vm.timed_out, vm.describe()
     assert vm.status == 0 and log, vm.describe()
     log["results"] = results
