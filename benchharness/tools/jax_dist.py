@@ -21,18 +21,17 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from benchharness.core.errors import ConfigError, ToolFailure
+from benchharness.core.errors import ConfigError
 from benchharness.core.model import Command, CommandResult, Host, Record, Step
 from benchharness.core.units import parse_size
 from benchharness.tools.common import ONHOST_DIR, onhost_uploads
 from benchharness.tools.mpi_launch import gpu_count
-from benchharness.tools.nccl_debug import parse_nccl_debug
-from benchharness.tools.nccl_parse import parse_nccl_tests, with_nranks
-from benchharness.tools.nccl_tests import NcclTests, requirements
+from benchharness.tools.nccl_tests import requirements
 from benchharness.tools.torch_dist import (
     check_framework_params,
-    check_results,
     framework_env,
+    framework_step_records,
+    framework_text_records,
     has_gpus,
     merged,
     numa_args,
@@ -117,21 +116,11 @@ class JaxCollectives:
 
     def parse_step(self, step: Step, results: Sequence[CommandResult]) -> list[Record]:
         p = requirements(merged(step.params, PARAMS), step.hosts)
-        res = check_results(step, results, MARKER, _MISSING, "jax_python")
-        text = "\n".join(f"{r.stdout}\n{r.stderr}" for r in results)
-        debug = parse_nccl_debug(text)
-        extra = {**header(res.stdout), "nccl_network": debug["network"], "nccl_gdr": debug["gdr"]}
-        try:
-            records = _records(f"{res.stdout}\n{res.stderr}", p["op"], extra)
-            NcclTests.check_transport(p, debug)
-        except ToolFailure as exc:
-            kept = [{**step.sample_labels(), **r, "nhosts": len(step.hosts)} for r in exc.records]
-            raise ToolFailure(exc.kind, f"step {step.id} on {res.command.host.name}: {exc}", records=kept) from exc
-        return [{**step.sample_labels(), **r, "nhosts": len(step.hosts)} for r in with_nranks(records)]
+        return framework_step_records(step, results, p, marker=MARKER, missing=_MISSING, var="jax_python",
+                                      backend="jax", op=p["op"], header=header)
 
     def parse_text(self, text: str) -> list[Record]:
-        debug = parse_nccl_debug(text)
-        return _records(text, None, {**header(text), "nccl_network": debug["network"], "nccl_gdr": debug["gdr"]})
+        return framework_text_records(text, "jax", None, header)
 
 
 def header(text: str) -> Record:
@@ -143,14 +132,6 @@ def header(text: str) -> Record:
     return {"jax_version": m.group(1), "jaxlib_version": m.group(2), "jax_backend": m.group(3),
             "jax_platform": m.group(4), "nccl_version": nccl}
 
-
-def _records(text: str, op: str | None, extra: Mapping[str, Any]) -> list[Record]:
-    extra = {"backend": "jax", **extra}
-    try:
-        run = parse_nccl_tests(text, collective=op)
-    except ToolFailure as exc:
-        raise ToolFailure(exc.kind, exc.message, records=[{**r, **extra} for r in exc.records]) from exc
-    return [{**r, **extra} for r in run.all_records()]
 
 
 ADAPTER = JaxCollectives()

@@ -18,17 +18,15 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from benchharness.core.errors import ToolFailure
 from benchharness.core.model import Command, CommandResult, Host, Record, Step
 from benchharness.core.units import parse_size
 from benchharness.tools.common import ONHOST_DIR, onhost_uploads
 from benchharness.tools.jax_dist import env_of
-from benchharness.tools.nccl_debug import parse_nccl_debug
-from benchharness.tools.nccl_parse import parse_nccl_tests, with_nranks
-from benchharness.tools.nccl_tests import NcclTests, requirements
+from benchharness.tools.nccl_tests import requirements
 from benchharness.tools.torch_dist import (
     check_framework_params,
-    check_results,
+    framework_step_records,
+    framework_text_records,
     has_gpus,
     merged,
     sized_for_cpus,
@@ -91,20 +89,11 @@ class TfAllReduce:
 
     def parse_step(self, step: Step, results: Sequence[CommandResult]) -> list[Record]:
         p = requirements(merged(step.params, PARAMS), step.hosts)
-        res = check_results(step, results, MARKER, _MISSING, "tf_python")
-        debug = parse_nccl_debug("\n".join(f"{r.stdout}\n{r.stderr}" for r in results))
-        extra = {**header(res.stdout), "nccl_network": debug["network"], "nccl_gdr": debug["gdr"]}
-        try:
-            records = _records(f"{res.stdout}\n{res.stderr}", extra)
-            NcclTests.check_transport(p, debug)
-        except ToolFailure as exc:
-            kept = [{**step.sample_labels(), **r, "nhosts": len(step.hosts)} for r in exc.records]
-            raise ToolFailure(exc.kind, f"step {step.id} on {res.command.host.name}: {exc}", records=kept) from exc
-        return [{**step.sample_labels(), **r, "nhosts": len(step.hosts)} for r in with_nranks(records)]
+        return framework_step_records(step, results, p, marker=MARKER, missing=_MISSING, var="tf_python",
+                                      backend="tensorflow", op="all_reduce", header=header)
 
     def parse_text(self, text: str) -> list[Record]:
-        debug = parse_nccl_debug(text)
-        return _records(text, {**header(text), "nccl_network": debug["network"], "nccl_gdr": debug["gdr"]})
+        return framework_text_records(text, "tensorflow", "all_reduce", header)
 
 
 def header(text: str) -> Record:
@@ -115,14 +104,6 @@ def header(text: str) -> Record:
     return {"tf_version": m.group(1), "tf_backend": m.group(2), "tf_platform": m.group(3),
             "cuda_version": None if m.group(4) == "none" else m.group(4), "tf_rocm": m.group(5) == "yes"}
 
-
-def _records(text: str, extra: Mapping[str, Any]) -> list[Record]:
-    extra = {"backend": "tensorflow", **extra}
-    try:
-        run = parse_nccl_tests(text, collective="all_reduce")
-    except ToolFailure as exc:
-        raise ToolFailure(exc.kind, exc.message, records=[{**r, **extra} for r in exc.records]) from exc
-    return [{**r, **extra} for r in run.all_records()]
 
 
 ADAPTER = TfAllReduce()

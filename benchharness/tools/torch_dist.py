@@ -18,7 +18,7 @@ inventory's rails) and ``GLOO_SOCKET_IFNAME`` = the hosts' data netdevs.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from benchharness.core.errors import ConfigError, ToolFailure
@@ -27,8 +27,9 @@ from benchharness.core.units import parse_size
 from benchharness.tools import nccl_iter
 from benchharness.tools.common import ONHOST_DIR, onhost_uploads
 from benchharness.tools.mpi_launch import build_srun, check_env, gpu_count, gpu_numa, launch_settings
+from benchharness.tools.nccl_debug import parse_nccl_debug
 from benchharness.tools.nccl_parse import parse_nccl_tests, with_nranks
-from benchharness.tools.nccl_tests import ANY, _mpirun, fabric_env
+from benchharness.tools.nccl_tests import ANY, NcclTests, _mpirun, fabric_env
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "sendrecv")
 LAUNCHES = ("auto", "torchrun", "mpirun", "srun")
@@ -285,6 +286,41 @@ def check_results(step: Step, results: Sequence[CommandResult], marker: str,
         raise ToolFailure("no_results", f"step {step.id}: no rank printed results")
     return mine[0]
 
+
+def framework_records(text: str, backend: str, op: str | None, extra: Mapping[str, Any]) -> list[Record]:
+    """nccl-tests' table as a framework program prints it (JAX, TensorFlow, Horovod), each record
+    with ``backend`` and ``extra``; a ToolFailure keeps the complete rows before it."""
+    extra = {"backend": backend, **extra}
+    try:
+        run = parse_nccl_tests(text, collective=op)
+    except ToolFailure as exc:
+        raise ToolFailure(exc.kind, exc.message, records=[{**r, **extra} for r in exc.records]) from exc
+    return [{**r, **extra} for r in run.all_records()]
+
+
+def framework_step_records(step: Step, results: Sequence[CommandResult], p: Mapping[str, Any], *, marker: str,
+                           missing: re.Pattern[str], var: str, backend: str, op: str | None,
+                           header: Callable[[str], Record]) -> list[Record]:
+    """A framework adapter's ``parse_step``: rank 0's table (``check_results``) with the program's
+    ``header`` facts and the network NCCL_DEBUG names on any host, judged by nccl-tests' transport
+    check (``p``'s ``expect_transport``); a failure names the host and keeps the rows before it."""
+    res = check_results(step, results, marker, missing, var)
+    debug = parse_nccl_debug("\n".join(f"{r.stdout}\n{r.stderr}" for r in results))
+    extra = {**header(res.stdout), "nccl_network": debug["network"], "nccl_gdr": debug["gdr"]}
+    try:
+        records = framework_records(f"{res.stdout}\n{res.stderr}", backend, op, extra)
+        NcclTests.check_transport(p, debug)
+    except ToolFailure as exc:
+        kept = [{**step.sample_labels(), **r, "nhosts": len(step.hosts)} for r in exc.records]
+        raise ToolFailure(exc.kind, f"step {step.id} on {res.command.host.name}: {exc}", records=kept) from exc
+    return [{**step.sample_labels(), **r, "nhosts": len(step.hosts)} for r in with_nranks(records)]
+
+
+def framework_text_records(text: str, backend: str, op: str | None, header: Callable[[str], Record]) -> list[Record]:
+    """A framework adapter's ``parse_text`` (``bench parse``): the table, header facts and NCCL network."""
+    debug = parse_nccl_debug(text)
+    return framework_records(text, backend, op, {**header(text), "nccl_network": debug["network"],
+                                                 "nccl_gdr": debug["gdr"]})
 
 def sized_for_cpus(p: dict[str, Any], gpus: bool) -> dict[str, Any]:
     """``p`` with the sweep stopped at ``cpu_maxbytes`` on CPU hosts: the GPU sizing (8G) would
