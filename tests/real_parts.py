@@ -17,7 +17,7 @@ NOT_APPLICABLE = "not applicable:"
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     outcome = yield
     report = outcome.get_result()
     if not report.skipped or os.environ.get(REQUIRE_REAL) != "1":

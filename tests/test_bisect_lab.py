@@ -21,7 +21,7 @@ from conftest import make_lab
 
 from benchharness.lab.control import LabInfo
 
-pytestmark = pytest.mark.lab
+pytestmark = [pytest.mark.lab, pytest.mark.long(40)]
 
 SHAPE = {f"h{i}": "4gbit" for i in range(1, 9)} | {"h5": "1gbit"}
 

@@ -23,6 +23,7 @@ from test_power_browser import CHROMEDRIVER, CHROMIUM, driver  # noqa: F401  (th
 
 pytestmark = [
     pytest.mark.lab,
+    pytest.mark.long(160),
     pytest.mark.xdist_group("nic_runs"),  # one worker makes the session's three runs (tests/turns.py)
     pytest.mark.browser,
     pytest.mark.skipif(not (CHROMIUM.exists() and CHROMEDRIVER.exists()),

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.lab
+pytestmark = [pytest.mark.lab, pytest.mark.long(45)]
 
 
 def bench(*args: str) -> subprocess.CompletedProcess[str]:
@@ -34,9 +34,10 @@ def rows(comparison: dict, run_index: int, metrics: tuple[str, ...] = THROUGHPUT
 
 
 def test_comparison_decides_half_rate_and_calls_the_same_setup_equivalent(lab_maker, tmp_path: Path) -> None:
-    with lab_maker("cmpa", 2, shape={"h2": "4gbit"}) as fast:
+    # rates a loaded 2-core machine still reaches (4 Gbit/s gave 3.3 beside the framework tests)
+    with lab_maker("cmpa", 2, shape={"h2": "2gbit"}) as fast:
         a = measure(fast.inventory, tmp_path / "fast")
-    with lab_maker("cmpb", 2, shape={"h2": "2gbit"}) as slow:
+    with lab_maker("cmpb", 2, shape={"h2": "1gbit"}) as slow:
         b1 = measure(slow.inventory, tmp_path / "slow-1")
         b2 = measure(slow.inventory, tmp_path / "slow-2")
 
@@ -47,7 +48,7 @@ def test_comparison_decides_half_rate_and_calls_the_same_setup_equivalent(lab_ma
     assert fast_label != slow_label  # runs are labelled by what differs, not both "veth"
     slow_rows = rows(comparison, 1)
     assert len(slow_rows) == 6  # 3 sizes x (received, sent)
-    for row in slow_rows:  # every throughput row: different, 2gbit / 4gbit within 10 % of 0.5
+    for row in slow_rows:  # every throughput row: different, 1gbit / 2gbit within 10 % of 0.5
         assert row["significant"] is True and row["decision"] == "different", row
         assert row["winner"] == fast_label
         assert abs(row["ratio"] - 0.5) <= 0.05, row

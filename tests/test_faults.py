@@ -27,6 +27,8 @@ from benchharness.lab.control import LabInfo
 from benchharness.results.store import RunDir
 from benchharness.transport.base import shell_exit_code
 
+pytestmark = pytest.mark.long(100)  # its lab tests share one lab: about 100 s on one worker (tests/turns.py)
+
 LAB = lab_name("fltm")
 BENCH_PROCS = r"iperf3|ib_write_bw|ucx_perftest|mpirun|sleep"
 TWO_STEPS = ("suite=quick", "length=[16K,128K]")

@@ -24,7 +24,7 @@ from conftest import run_with_host_vars
 from benchharness.lab.files import HOROVOD_PYTHON
 from benchharness.results.store import RunDir
 
-pytestmark = [pytest.mark.lab, pytest.mark.skipif(not Path("/usr/bin/python3").exists(), reason="no system python")]
+pytestmark = [pytest.mark.lab, pytest.mark.long(170), pytest.mark.skipif(not Path("/usr/bin/python3").exists(), reason="no system python")]
 
 JAX_ONLY = """description: JAX all-reduce
 settings: {repeat: 1, timeout: 400}

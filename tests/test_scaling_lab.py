@@ -14,7 +14,7 @@ import pytest
 
 from benchharness.results.store import RunDir
 
-pytestmark = [pytest.mark.lab, pytest.mark.xdist_group("nic_runs")]  # one worker makes the session's three runs (tests/turns.py)
+pytestmark = [pytest.mark.lab, pytest.mark.long(160), pytest.mark.xdist_group("nic_runs")]  # one worker makes the session's three runs (tests/turns.py)
 
 
 def _bench(*args: str) -> subprocess.CompletedProcess[str]:

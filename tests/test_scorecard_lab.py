@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.lab, pytest.mark.xdist_group("nic_runs")]  # one worker makes the session's three runs (tests/turns.py)
+pytestmark = [pytest.mark.lab, pytest.mark.long(160), pytest.mark.xdist_group("nic_runs")]  # one worker makes the session's three runs (tests/turns.py)
 
 
 def bench(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:

@@ -18,7 +18,7 @@ import pytest
 from benchharness.analysis import projection as pj
 from benchharness.results.store import RunDir
 
-pytestmark = [pytest.mark.lab, pytest.mark.skipif(not Path("/usr/bin/python3").exists(), reason="no system python")]
+pytestmark = [pytest.mark.lab, pytest.mark.long(130), pytest.mark.skipif(not Path("/usr/bin/python3").exists(), reason="no system python")]
 
 SUITE = """description: all-reduce curve and DDP proxy (lab truth test)
 settings: {repeat: 1, timeout: 400}

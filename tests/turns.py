@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from real_parts import REAL_PARTS
 
 LOCK = Path("/tmp/bench-lab-tests.lock")
 """Held shared by every test and exclusively by ``alone`` tests, machine-wide."""
@@ -78,12 +79,41 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
         yield
 
 
+def _shares_a_fixture_of_its_file(item: pytest.Item) -> bool:
+    """Whether ``item`` uses a fixture of its own file that outlives a test (module or session
+    scope): its file's tests then stay on one worker, which makes that fixture once."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    module = item.nodeid.split("::")[0]
+    return any(d.scope != "function" and d.baseid == module for defs in info.name2fixturedefs.values() for d in defs)
+
+
+def _turn_order(item: pytest.Item) -> tuple[int, float]:
+    """Long lab tests first, longest (``long(SECONDS)``, as measured on the 2-core machine) first,
+    so that none starts last and holds the run while the other workers idle; then the other tests
+    with real parts, then the rest, and the ``alone`` VM at the end, where the tests it waits for
+    are short."""
+    if item.get_closest_marker("alone"):
+        return 3, 0.0
+    long = item.get_closest_marker("long")
+    if long:
+        return 0, -float(long.args[0])
+    return (1 if any(item.get_closest_marker(m) for m in REAL_PARTS) else 2), 0.0
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    """A test without an ``xdist_group`` goes in its file's group (before xdist reads the groups)."""
+    """Groups and order for xdist (before it reads the groups; ``--no-loadscope-reorder`` keeps the
+    order): a test with real parts is a group of its own unless it shares a fixture of its file;
+    every other test without an ``xdist_group`` goes in its file's group."""
     for item in items:
-        if item.get_closest_marker("xdist_group") is None:
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        real = any(item.get_closest_marker(m) for m in REAL_PARTS)
+        if not real or _shares_a_fixture_of_its_file(item):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+    items.sort(key=_turn_order)
 
 
 @pytest.hookimpl(optionalhook=True)
