@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.lab, pytest.mark.long(45)]
+# alone: two runs of one setup must come out equivalent, which a load that starts or stops
+# between them (another worker's test) breaks (tests/turns.py)
+pytestmark = [pytest.mark.lab, pytest.mark.alone]
 
 
 def bench(*args: str) -> subprocess.CompletedProcess[str]:

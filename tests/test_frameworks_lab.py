@@ -24,7 +24,9 @@ from conftest import run_with_host_vars
 from benchharness.lab.files import HOROVOD_PYTHON
 from benchharness.results.store import RunDir
 
-pytestmark = [pytest.mark.lab, pytest.mark.long(170), pytest.mark.skipif(not Path("/usr/bin/python3").exists(), reason="no system python")]
+# frameworks: TensorFlow, JAX and torch start on three hosts at once (seconds of CPU each), so these
+# tests take turns on one worker, and their timing truths never share the machine with each other
+pytestmark = [pytest.mark.lab, pytest.mark.long(170), pytest.mark.xdist_group("frameworks"), pytest.mark.skipif(not Path("/usr/bin/python3").exists(), reason="no system python")]
 
 JAX_ONLY = """description: JAX all-reduce
 settings: {repeat: 1, timeout: 400}

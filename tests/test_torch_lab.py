@@ -18,7 +18,9 @@ import pytest
 from benchharness.analysis import projection as pj
 from benchharness.results.store import RunDir
 
-pytestmark = [pytest.mark.lab, pytest.mark.long(130), pytest.mark.skipif(not Path("/usr/bin/python3").exists(), reason="no system python")]
+# frameworks: TensorFlow, JAX and torch start on three hosts at once (seconds of CPU each), so these
+# tests take turns on one worker, and their timing truths never share the machine with each other
+pytestmark = [pytest.mark.lab, pytest.mark.long(130), pytest.mark.xdist_group("frameworks"), pytest.mark.skipif(not Path("/usr/bin/python3").exists(), reason="no system python")]
 
 SUITE = """description: all-reduce curve and DDP proxy (lab truth test)
 settings: {repeat: 1, timeout: 400}

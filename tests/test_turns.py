@@ -103,6 +103,10 @@ GROUPED = {
     "test_one.py": "import os\n\n{tests_one}",
     "test_two.py": "import os\nimport pytest\n\npytestmark = pytest.mark.xdist_group('shared')\n\n{tests_two}",
     "test_three.py": "import os\nimport pytest\n\npytestmark = pytest.mark.xdist_group('shared')\n\n{tests_three}",
+    # lab tests that share a module fixture (a lab) stay together; it is made once
+    "test_four.py": "import os\nimport pytest\n\npytestmark = pytest.mark.lab\n\n"
+                    "@pytest.fixture(scope='module')\ndef made():\n    with open({made!r}, 'a') as f:\n"
+                    "        f.write(os.environ['PYTEST_XDIST_WORKER'] + '\\n')\n\n{tests_four}",
 }
 
 
@@ -119,13 +123,16 @@ def test_a_files_tests_and_a_named_group_each_run_on_one_worker(tmp_path: Path) 
     project.mkdir()
     for name, text in GROUPED.items():
         (project / name).write_text(text.format(tests=str(Path(__file__).parent), tests_one=tests("one", 8),
-                                                tests_two=tests("two", 4), tests_three=tests("three", 4)))
-    (project / "pytest.ini").write_text("[pytest]\n")
+                                                tests_two=tests("two", 4), tests_three=tests("three", 4),
+                                                made=str(tmp_path / "made"),
+                                                tests_four=tests("four", 6).replace("():", "(made):")))
+    (project / "pytest.ini").write_text("[pytest]\nmarkers =\n    lab: a lab test\n")
     res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "2", "--dist", "loadgroup", "-p", "no:cacheprovider",
                           str(project)], capture_output=True, text=True, timeout=300, cwd=project)
     assert res.returncode == 0, res.stdout + res.stderr
     ran = [line.split() for line in log.read_text().splitlines()]
-    assert len(ran) == 16
-    workers = {stem: {w for s, w in ran if s == stem} for stem in ("one", "two", "three")}
+    assert len(ran) == 22
+    workers = {stem: {w for s, w in ran if s == stem} for stem in ("one", "two", "three", "four")}
     assert len(workers["one"]) == 1, workers
     assert len(workers["two"] | workers["three"]) == 1, workers
+    assert len(workers["four"]) == 1 and len((tmp_path / "made").read_text().splitlines()) == 1, workers
