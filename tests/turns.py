@@ -10,9 +10,11 @@ shaped links, sshd and sleeps, and a second worker fills that time. Two things m
   holders, so a worker of short tests cannot keep it out for ever (flock has no writer priority).
 - Tests that use fixed ports on the root namespace's loopback (a local ``bench run`` takes
   iperf3's 5201, torchrun its master port) share the xdist group ``loopback``: one worker runs
-  them one after another. Every other test file is a group of its own, so that its module
-  fixtures (a lab, a run that several tests read) are made once; the three shared comparison
-  runs (``nic_runs``) are one group across their files.
+  them one after another. A lab test is a unit of its own unless it uses a fixture of its file
+  wider than a test (then the file is one group, so that fixture is made once); any other test
+  goes in its file's group; the three shared comparison runs (``nic_runs``) and the CPU-heavy
+  framework lab tests (``frameworks``) are named groups across their files.
+- Order: ``long(SECONDS)`` lab tests first, longest first, the ``alone`` ones last.
 """
 
 from __future__ import annotations
