@@ -41,7 +41,13 @@ if ((${#missing[@]})); then
   fi
   echo "setup.sh: installing ${missing[*]}" >&2
   apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # apt's chatter goes to a log, shown (its end) only if the install fails: dpkg names the package there
+  if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" \
+       >/var/tmp/benchharness-setup-apt.log 2>&1; then
+    tail -40 /var/tmp/benchharness-setup-apt.log >&2
+    echo "setup.sh: apt-get install failed (log above, all of it in /var/tmp/benchharness-setup-apt.log)" >&2
+    exit 1
+  fi
 fi
 
 if [ ! -x .venv/bin/bench ] || [ pyproject.toml -nt .venv/.installed ]; then
