@@ -170,6 +170,7 @@ def test_rdma_counter_deltas_of_a_step(rdma_vm: dict[str, Any]) -> None:
     write = next(s["step"] for s in run.steps() if "write-bw" in s["step"])
     counters = json.loads((run.path / "telemetry" / "counters" / f"{write}.json").read_text())
     for host in ("h1", "h2"):
+        assert host in counters, (sorted(counters), step(rdma_vm, "rdma-bw")["stderr"][-2000:])
         c = counters[host]["counters"]
         # one shared rxe0 carries both ends: each host sees the whole exchange
         assert c["ib_hw:rxe0/1:sent_pkts"] > 1000 and c["ib_hw:rxe0/1:rcvd_pkts"] > 1000

@@ -12,6 +12,7 @@ import pytest
 from benchharness.core.model import Host, Step
 from benchharness.results.store import RunDir
 from benchharness.telemetry.collect import (
+    TelemetryObserver,
     _flat_highlights,
     sampler_argv,
     script_path,
@@ -35,6 +36,50 @@ def test_sampler_stops_on_end_of_input_with_edge_snapshots() -> None:
     assert lines and all("cpu" in line or "cpu_total_pct" in json.dumps(line) for line in lines)
     d = delta(snaps["start"], snaps["end"])
     assert d["counters"]["net:lo:rx_bytes"] >= 0
+
+
+class _Ended:
+    """A sampler process that has ended with ``stdout`` (what the real one printed, or part of it)."""
+
+    def __init__(self, stdout: str, log: list[str], name: str) -> None:
+        self.stdout, self.stderr, self.log, self.name = stdout, "", log, name
+
+    def close_stdin(self) -> None:
+        self.log.append(f"close {self.name}")
+
+    def wait(self, timeout: float | None = None) -> int:
+        self.log.append(f"wait {self.name}")
+        return 0
+
+    def poll(self) -> int:
+        return 0
+
+    def stop(self, grace_s: float = 2.0) -> None:
+        raise AssertionError("an ended sampler is not stopped")
+
+
+def test_a_host_whose_sampler_gave_no_end_snapshot_is_named_and_the_others_kept(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The step's end closes every sampler's input before it waits for any (the end snapshots run
+    at once), and a host without both edge snapshots is named in a warning, not silently dropped."""
+    proc = transport_for(LOCAL).start(sampler_argv(LOCAL, script_path("sampler.py"), 0.2), stdin=True)
+    proc.wait(0.5)
+    proc.close_stdin()
+    assert proc.wait(30) == 0
+    whole = proc.stdout
+    cut = "".join(line for line in whole.splitlines(keepends=True) if '"phase": "end"' not in line)
+    assert cut != whole  # the real sampler's last line is its end snapshot
+    h1, h2 = Host("h1", "h1", vars={"netdev": "lo"}), Host("h2", "h2", vars={"netdev": "lo"})
+    step = Step("s1", "t", "iperf3", {}, (h1, h2), pattern="pairs")
+    log: list[str] = []
+    runner = type("R", (), {"run_dir": RunDir.create(tmp_path / "run"), "untrack": lambda self, p: None})()
+    observer = TelemetryObserver()
+    observer._samplers[step.id] = [(h1, _Ended(cut, log, "h1")), (h2, _Ended(whole, log, "h2"))]  # type: ignore[list-item]
+    observer.after_step(runner, step)
+    assert log[:2] == ["close h1", "close h2"]
+    counters = json.loads((tmp_path / "run" / "telemetry" / "counters" / "s1.json").read_text())
+    assert list(counters) == ["h2"] and "net:lo:rx_bytes" in counters["h2"]["counters"]
+    assert "warning: h1: s1: no counter delta: the sampler gave no end snapshot" in capsys.readouterr().err
 
 
 def test_highlights_are_flattened_per_priority() -> None:

@@ -43,6 +43,10 @@ class Runner(Protocol):
 PAIR_PATTERNS = ("pairs", "all-pairs", "ring", "self")
 SAMPLER_GRACE_S = 3.0
 """The sampler's host-side limit runs this long past the step's time limit (as the tools' do)."""
+SAMPLER_END_WAIT_S = 30.0
+"""How long a step's end waits for each sampler's last counter snapshot once its stdin closes.
+The snapshot runs ``ethtool -S`` and ``rdma statistic`` (5 s limit each) and the exit crosses
+SSH: 10 s cut a slow host's (an emulated VM's) end snapshot off and lost its whole delta."""
 REMOTE_DIR = "/tmp/benchharness-telemetry"
 
 
@@ -247,12 +251,20 @@ class TelemetryObserver:
     def after_step(self, runner: Runner, step: Step) -> None:
         counters: dict[str, Any] = {}
         records = []
-        for host, proc in self._samplers.pop(step.id, []):
+        samplers = self._samplers.pop(step.id, [])
+        for _, proc in samplers:  # every host takes its end snapshot at once
             proc.close_stdin()
-            if proc.wait(10.0) is None:
+        for host, proc in samplers:
+            if proc.wait(SAMPLER_END_WAIT_S) is None:
                 proc.stop(1.0)
             runner.untrack(proc)
             lines, snaps = split_sampler_output(proc.stdout)
+            missing = [p for p in ("start", "end") if p not in snaps]
+            if missing:
+                said = " ".join(proc.stderr.split())[-200:] or "nothing on stderr"
+                print(f"warning: {host.name}: {step.id}: no counter delta: the sampler gave no "
+                      f"{' or '.join(missing)} snapshot (exit {proc.poll()}; "
+                      f"{said})", file=sys.stderr)
             write_series(runner.run_dir, step.id, host.name, proc.stdout)
             edges = sampler_gpu_edges(proc.stdout)
             gpu = throttle_record(edges.get("start"), edges.get("end"))
