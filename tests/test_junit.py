@@ -45,7 +45,7 @@ def test_junit_names_the_failing_host_with_evidence(tmp_path: Path) -> None:
     # gpu01 passes every check; only its roll-up fails, for the step that could not run
     g1 = [c for c in suites["acceptance.gpu01"].findall("testcase") if c.find("failure") is not None]
     assert [c.get("name") for c in g1] == ["acceptance"]
-    assert "1 steps could not run" in (g1[0].find("failure").get("message") or "")  # type: ignore[union-attr]
+    assert "1 step could not run" in (g1[0].find("failure").get("message") or "")  # type: ignore[union-attr]
     g3 = suites["acceptance.gpu03"]
     names = [c.get("name") for c in g3.findall("testcase")]
     assert names == ["acceptance", "write-bw: bw_avg_gbps >= 90% best_peer [64K..8M]",

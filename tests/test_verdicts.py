@@ -132,7 +132,7 @@ def test_steps_that_could_not_run_fail_the_host_rollup(tmp_path: Path) -> None:
     run = runs.make_run(tmp_path / "r", H4, checks=[PEER], failed_step_host="gpu02")
     verdicts = evaluate(run, run.run_info())
     roll = by(verdicts, ROLLUP)
-    assert roll["gpu02"].status == "fail" and "1 steps could not run" in roll["gpu02"].message
+    assert roll["gpu02"].status == "fail" and "1 step could not run" in roll["gpu02"].message
     assert exit_code_for("partial", 1, verdicts) == EXIT_STEPS_FAILED  # 3 wins over 1
 
 

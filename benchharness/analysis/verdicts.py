@@ -276,7 +276,7 @@ def _rollup(host: str, rail: str | None, mine: Sequence[Verdict], steps: int, pr
         names = "; ".join(dict.fromkeys(f"{v.test}: {v.check}" if v.test else v.check for v in failed))
         text = f"{len(failed)} of {len(mine)} checks failed" + (f" ({names})" if names else "")
         if steps:
-            text += f"; {steps} steps could not run"
+            text += f"; {steps} step{'s' if steps != 1 else ''} could not run"
         return Verdict(ROLLUP, "fail", f"{who}: {text}{pre_text}{nic}", host=host, rail=rail)
     if pre or any(v.status == "warn" for v in mine):
         return Verdict(ROLLUP, "warn", f"{who}: passed {sum(v.status == 'pass' for v in mine)} checks "
