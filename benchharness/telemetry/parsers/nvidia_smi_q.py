@@ -1,5 +1,5 @@
-"""``nvidia-smi -q`` (``-d TEMPERATURE,POWER,PERFORMANCE`` or the whole listing): per GPU, the
-temperature and power sections, and the clock throttle / event reasons (read by
+"""``nvidia-smi -q`` (``-d TEMPERATURE,POWER,PERFORMANCE,CLOCK`` or the whole listing): per GPU, the
+temperature, power and clock sections, and the clock throttle / event reasons (read by
 ``gpu_throttle.parse_performance``, the one reader of those sections).
 
 Layout (nvidia-smi's ``-q`` text, drivers R4xx to R595): a ``GPU <bus id>`` line opens each GPU,
@@ -14,9 +14,15 @@ sections are indented 4 spaces and their ``Label : value`` lines 8. The sections
   from about R535 ``GPU Power Readings`` (``Current`` / ``Requested Power Limit``; R550 and later
   ``Average`` and ``Instantaneous Power Draw``), ``GPU Memory Power Readings`` and ``Module Power
   Readings`` (Grace Hopper / Blackwell modules), ``Power Samples`` (``-d POWER``).
+* ``Clocks`` (``Graphics : 1410 MHz``, ``SM``, ``Memory``, ``Video``), ``Applications Clocks``,
+  ``Default Applications Clocks``, ``Deferred Clocks``, ``Max Clocks``, ``Max Customer Boost
+  Clocks`` and, with ``-d CLOCK``, ``SM Clock Samples`` / ``Memory Clock Samples``: ``clocks`` ->
+  ``current`` / ``applications`` / ``default_applications`` / ``deferred`` / ``max`` /
+  ``max_customer_boost`` / ``sm_samples`` / ``memory_samples`` -> ``graphics_mhz`` ... (``Clock
+  Policy`` and ``Voltage`` are not read).
 
 Each ``Label : N unit`` line becomes ``snake(label)`` with the unit as suffix (``C`` -> ``_c``,
-``W`` -> ``_w``, ``sec`` -> ``_s``): ``gpu_current_temp_c``, ``gpu_shutdown_tlimit_temp_c``,
+``W`` -> ``_w``, ``MHz`` -> ``_mhz``, ``sec`` -> ``_s``): ``gpu_current_temp_c``, ``gpu_shutdown_tlimit_temp_c``,
 ``average_power_draw_w``. ``N/A`` and the like are absent (the driver cannot give them), never 0.
 Each power scope also gets ``draw_w`` (average, else instantaneous, else ``Power Draw``) and
 ``limit_w`` (``Current``, else ``Enforced``, else ``Power Limit``), the same fact across versions.
@@ -35,8 +41,13 @@ _GPU = re.compile(r"^GPU\s+([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9
 _LINE = re.compile(r"^(\s*)([^:]*?\S)\s*(?::\s*(.*?))?\s*$")
 _SECTIONS = {"temperature": ("temperature", None), "power readings": ("power", "gpu"),
              "gpu power readings": ("power", "gpu"), "gpu memory power readings": ("power", "memory"),
-             "module power readings": ("power", "module"), "power samples": ("power", "samples")}
-_UNITS = {"c": "_c", "w": "_w", "mw": "_mw", "sec": "_s", "s": "_s", "ms": "_ms"}
+             "module power readings": ("power", "module"), "power samples": ("power", "samples"),
+             "clocks": ("clocks", "current"), "applications clocks": ("clocks", "applications"),
+             "default applications clocks": ("clocks", "default_applications"),
+             "deferred clocks": ("clocks", "deferred"), "max clocks": ("clocks", "max"),
+             "max customer boost clocks": ("clocks", "max_customer_boost"),
+             "sm clock samples": ("clocks", "sm_samples"), "memory clock samples": ("clocks", "memory_samples")}
+_UNITS = {"c": "_c", "w": "_w", "mw": "_mw", "mhz": "_mhz", "sec": "_s", "s": "_s", "ms": "_ms"}
 _ABSENT = {"n/a", "[n/a]", "not supported", "[not supported]", "unknown error", "[unknown error]",
            "[insufficient permissions]", "unknown"}
 _NUMBER = re.compile(r"^(-?\d+(?:\.\d+)?)\s*([A-Za-z]+)?$")
@@ -53,7 +64,7 @@ def _value(label: str, raw: str, line_no: int, line: str) -> tuple[str, Any] | N
         if unit and unit not in _UNITS:
             raise unreadable(line_no, line, f"nvidia-smi -q: unit {m.group(2)!r} not known")
         return key + _UNITS.get(unit, ""), value
-    if re.search(r"\s(?:C|W|sec)$", raw):
+    if re.search(r"\s(?:C|W|MHz|sec)$", raw):
         raise unreadable(line_no, line, "nvidia-smi -q: a reading without its number")
     return key, raw
 
@@ -117,8 +128,9 @@ def _sections(text: str) -> list[dict[str, Any]]:
 
 def parse_q(text: str) -> list[dict[str, Any]]:
     """One dict per GPU: ``gpu`` (PCI bus id, ``"0"`` for an excerpt without it), ``temperature``,
-    ``power`` (``gpu`` / ``memory`` / ``module`` / ``samples``) where printed, and the throttle
-    reasons (``active``, ``reasons``, ``counters_us``) where printed."""
+    ``power`` (``gpu`` / ``memory`` / ``module`` / ``samples``) and ``clocks`` (``current`` / ``max``
+    ...) where printed, and the throttle reasons (``active``, ``reasons``, ``counters_us``) where
+    printed."""
     text = undecorate(text)
     found = {g["gpu"]: g for g in _sections(text) if len(g) > 1}
     for throttle in parse_performance(text):
@@ -128,8 +140,8 @@ def parse_q(text: str) -> list[dict[str, Any]]:
 
 PARSERS = {"nvidia-smi-q": parse_q}
 READS = {
-    "nvidia-smi-q": "nvidia-smi -q [-d TEMPERATURE,POWER,PERFORMANCE] (drivers R4xx-R595): Temperature "
+    "nvidia-smi-q": "nvidia-smi -q [-d TEMPERATURE,POWER,PERFORMANCE,CLOCK] (drivers R4xx-R595): Temperature "
                     "(absolute and T.Limit-relative), Power Readings / GPU, GPU Memory and Module Power "
-                    "Readings, Power Samples, \"Clocks Throttle Reasons\" / \"Clocks Event Reasons\" and "
-                    "their counters",
+                    "Readings, Power Samples, Clocks (current, applications, max, samples), \"Clocks "
+                    "Throttle Reasons\" / \"Clocks Event Reasons\" and their counters",
 }
