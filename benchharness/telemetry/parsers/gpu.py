@@ -184,20 +184,108 @@ def _amd_documents(text: str) -> list[tuple[int, Any]]:
     return docs
 
 
-def parse_amd_smi(text: str) -> list[dict[str, Any]]:
-    """``amd-smi static --json`` or ``amd-smi metric --json`` (bare list or ``{"gpu_data": [...]}``).
+_AMD_BLOCK = re.compile(r"^(GPU|CPU|CORE):\s*(\d+)\s*$")
+_AMD_KEY = re.compile(r"^(\s*)([A-Z][A-Z0-9_ /.-]*?):(?:\s+(.*?))?\s*$")
+_AMD_MONITOR_HEAD = re.compile(r"^\s*GPU(?:\s{2,}[A-Z][A-Z0-9_%]*)+\s*$")
+#: ``amd-smi monitor`` columns -> the names the JSON reader gives (ROCm 6.0-6.3 and the short
+#: 6.4+ spellings: ``GPU_T``, ``GFX_CLK``, ``GFX%``)
+_AMD_MONITOR = {"GPU": "index", "POWER": "power_w", "GPU_TEMP": "temperature_c", "GPU_T": "temperature_c",
+                "MEM_TEMP": "memory_temperature_c", "MEM_T": "memory_temperature_c",
+                "GFX_UTIL": "utilization_pct", "GFX%": "utilization_pct", "GFX_CLOCK": "clock_gfx_mhz",
+                "GFX_CLK": "clock_gfx_mhz", "MEM_UTIL": "memory_utilization_pct", "MEM%": "memory_utilization_pct",
+                "MEM_CLOCK": "clock_mem_mhz", "MEM_CLK": "clock_mem_mhz", "VRAM_USED": "vram_used_mb",
+                "VRAM_TOTAL": "vram_total_mb"}
 
-    Reads ROCm 6.0 to 7.x layouts: values bare or ``{"value": x, "unit": u}``, ``N/A`` absent;
-    ``power_w`` is metric's socket power, ``power_limit_w`` static's socket power cap. A document
-    that is not a GPU list names its line (ToolFailure ``unreadable``)."""
+
+def _amd_text_gpus(lines: list[str]) -> list[dict[str, Any]]:
+    """``amd-smi static`` / ``amd-smi metric`` without ``--json``: ``GPU: N`` blocks of indented
+    ``KEY: value`` lines, a ``KEY:`` alone opening a sub-section, a ``[...]`` list possibly wrapped
+    over lines. Keys are the JSON keys in capitals, so each block becomes the JSON document's
+    dict (lower-case keys) for :func:`_amd_gpu`. ``CPU: N`` / ``CORE: N`` blocks are skipped."""
     gpus: list[dict[str, Any]] = []
-    for line_no, data in _amd_documents(text):
+    stack: list[tuple[int, dict[str, Any]]] = []
+    pending: tuple[dict[str, Any], str, str] | None = None  # a list value still open
+    for line in lines:
+        if pending is not None:
+            target, key, value = pending
+            value += " " + line.strip()
+            if value.rstrip().endswith("]"):
+                target[key], pending = value, None
+            else:
+                pending = (target, key, value)
+            continue
+        block = _AMD_BLOCK.match(line.strip())
+        if block and not line[:1].isspace():
+            stack = []
+            if block.group(1) == "GPU":
+                gpu: dict[str, Any] = {"gpu": int(block.group(2))}
+                gpus.append(gpu)
+                stack = [(-1, gpu)]
+            continue
+        m = _AMD_KEY.match(line)
+        if not stack or not m:
+            continue
+        depth, key, value = len(m.group(1)), m.group(2).strip().lower(), m.group(3)
+        while len(stack) > 1 and stack[-1][0] >= depth:
+            stack.pop()
+        parent = stack[-1][1]
+        if value is None:
+            child: dict[str, Any] = {}
+            parent[key] = child
+            stack.append((depth, child))
+        elif value.startswith("[") and not value.endswith("]"):
+            pending = (parent, key, value)
+        else:
+            parent[key] = value
+    return gpus
+
+
+def _amd_monitor(lines: list[str]) -> list[dict[str, Any]]:
+    """``amd-smi monitor`` tables: a ``GPU  POWER  GPU_TEMP ...`` header, then one row per GPU
+    (and per interval with ``-w``), cells apart by two blanks or more (``171 W``, ``32 °C``)."""
+    rows: list[dict[str, Any]] = []
+    names: list[str] | None = None
+    for number, line in enumerate(lines, 1):
+        if _AMD_MONITOR_HEAD.match(line):
+            names = line.split()
+            continue
+        if names is None or not line.strip():
+            continue
+        cells = re.split(r"\s{2,}", line.strip())
+        if not re.fullmatch(r"\d+", cells[0]):
+            names = None  # the table ended (a process table or other text follows)
+            continue
+        if len(cells) != len(names):
+            raise unreadable(number, line, f"amd-smi monitor: {len(cells)} values for the {len(names)} columns")
+        row: dict[str, Any] = {}
+        for name, cell in zip(names, cells, strict=True):
+            key = _AMD_MONITOR.get(name, name.lower().replace("%", "_pct"))
+            number_value = to_float(_v(cell))
+            row[key] = int(cell) if key == "index" else number_value if number_value is not None else _v(cell)
+        rows.append({k: v for k, v in row.items() if v is not None})
+    return rows
+
+
+def parse_amd_smi(text: str) -> list[dict[str, Any]]:
+    """``amd-smi static`` / ``amd-smi metric`` (``--json``: bare list or ``{"gpu_data": [...]}``;
+    or the human-readable ``GPU: N`` blocks) and ``amd-smi monitor`` tables.
+
+    Reads ROCm 6.0 to 7.x layouts: values bare or ``{"value": x, "unit": u}`` (text: ``20 W``,
+    ``100 °C``), ``N/A`` absent; ``power_w`` is metric's socket power, ``power_limit_w`` static's
+    socket power cap. A document that is not a GPU list names its line (ToolFailure
+    ``unreadable``), as does a monitor row whose cells do not match its header."""
+    gpus: list[dict[str, Any]] = []
+    documents = _amd_documents(text)
+    for line_no, data in documents:
         if isinstance(data, dict):
             data = data.get("gpu_data", [data])
         if not isinstance(data, list) or not all(isinstance(item, dict) for item in data):
             raise unreadable(line_no, text.splitlines()[line_no - 1], "amd-smi JSON is not a list of GPUs")
         gpus.extend(_amd_gpu(item) for item in data)
-    return gpus
+    if documents:
+        return gpus
+    lines = undecorate(text).split("\n")
+    return [_amd_gpu(item) for item in _amd_text_gpus(lines)] + _amd_monitor(lines)
 
 
 def _amd_gpu(item: dict[str, Any]) -> dict[str, Any]:
@@ -219,7 +307,7 @@ def _amd_gpu(item: dict[str, Any]) -> dict[str, Any]:
         "power_w": to_float(_v(power.get("socket_power"))) if isinstance(power, dict) else None,
         "power_limit_w": to_float(_v(limit.get("socket_power"))) if isinstance(limit, dict) else None,
         "power_limit_max_w": to_float(_v(limit.get("max_power"))) if isinstance(limit, dict) else None,
-        "numa_node": to_int((item.get("numa") or {}).get("node")),
+        "numa_node": to_int(_v((item.get("numa") or {}).get("node"))),
         "timestamp": item.get("timestamp"),
     }
     if isinstance(clock, dict):
