@@ -3,7 +3,10 @@
 Layouts read, as ``iperf_locale.c`` prints them from 3.0 to 3.17:
 
 - stream lines ``[  5]   0.00-1.00   sec   129 KBytes  1.05 Mbits/sec ...`` and ``[SUM]`` lines, with
-  a role tag (``[  5][RX-S]``) under ``--bidir``; the rate column is ``Bandwidth`` before 3.2 and
+  a role tag under ``--bidir`` (3.7+): ``[  5][TX-C]`` / ``[  7][RX-S]`` are the client -> server
+  flow, ``[RX-C]`` / ``[TX-S]`` the server -> client one, each with its own streams, ``[SUM]``
+  lines and sender/receiver summary, so a bidirectional text gives a forward and a reverse
+  summary as its ``-J`` document does; the rate column is ``Bandwidth`` before 3.2 and
   ``Bitrate`` after; TCP senders add ``Retr`` (and ``Cwnd`` in intervals); UDP receivers add
   ``Jitter`` and ``Lost/Total Datagrams``, UDP senders ``Total Datagrams``;
 - the summary after the ``- - -`` line: ``sender`` / ``receiver`` labels since 3.1, none in 3.0
@@ -40,6 +43,8 @@ _LABEL = re.compile(r"\b(sender|receiver)\s*$")
 _ERROR = re.compile(r"^\s*iperf3?: (?:error - )?(.+?)\s*$")
 _SERVER = re.compile(r"^\s*Server listening on \d+|^\s*Accepted connection from ")
 _TEST_START = re.compile(r"^\s*Server listening on \d+")
+#: ``--bidir`` role tags (``iperf_api.c``: "[TX-C]" a client stream that sends ...) -> direction.
+_ROLE_DIRECTION = {"TX-C": "forward", "RX-S": "forward", "RX-C": "reverse", "TX-S": "reverse"}
 _SEPARATOR = re.compile(r"^\s*(?:- ){6,}-?\s*$|^\s*Test Complete\. Summary Results:")
 
 
@@ -60,7 +65,7 @@ def _blocks(lines: list[str]) -> list[list[str]]:
 
 def _row(m: re.Match[str]) -> Record:
     start, end = float(m["start"]), float(m["end"])
-    rec: Record = {"stream": m["id"], "t_start_s": start, "t_end_s": end, "duration_s": round(end - start, 6),
+    rec: Record = {"stream": m["id"], "role": m["role"], "t_start_s": start, "t_end_s": end, "duration_s": round(end - start, 6),
                    "bytes": round(float(m["xfer"]) * _BYTES[m["xunit"]]),
                    "bw_avg_gbps": float(m["rate"]) * _BITS[m["runit"]] / 1e9}
     rest = m["rest"]
@@ -99,11 +104,34 @@ def _parse_block(lines: list[str], server: bool, reverse: bool, udp_hint: bool) 
             summaries.append(row)
         else:
             intervals.append(row)
+    protocol = "udp" if header_udp else "tcp"
+    roles = {r["role"] for r in intervals + summaries} - {None}
+    if not roles:
+        direction = _block_direction(intervals, summaries, server, reverse, protocol)
+        return _flow_records(intervals, summaries, protocol, server, direction)
+    unknown = sorted(roles - set(_ROLE_DIRECTION))
+    if unknown:
+        raise ToolFailure("parse_error", f"iperf3 text output: unknown stream role [{unknown[0]}]")
+    untagged = next((r for r in intervals + summaries if r["role"] is None), None)
+    if untagged is not None:
+        raise ToolFailure("parse_error", f"iperf3 text output: the line [{untagged['stream']}] "
+                          f"{untagged['t_start_s']}-{untagged['t_end_s']} sec has no --bidir role tag "
+                          "while others have one")
+    out: list[Record] = []
+    for direction in ("forward", "reverse"):  # --bidir: each flow its own streams and summary
+        mine = {role for role in roles if _ROLE_DIRECTION[role] == direction}
+        out += _flow_records([r for r in intervals if r["role"] in mine],
+                             [r for r in summaries if r["role"] in mine], protocol, server, direction)
+    return out
+
+
+def _flow_records(intervals: list[Record], summaries: list[Record], protocol: str, server: bool,
+                  direction: str) -> list[Record]:
+    """Interval and summary records of the streams of one direction."""
     streams = len({r["stream"] for r in intervals + summaries if r["stream"] != "SUM"}) or None
-    base: Record = {"protocol": "udp" if header_udp else "tcp", "streams": streams, "parsed_from": "text"}
+    base: Record = {"protocol": protocol, "streams": streams, "parsed_from": "text"}
     if server:
         base["role"] = "server"
-    direction = _block_direction(intervals, summaries, server, reverse, base["protocol"])
     out = [_interval_record(r, base, direction) for r in intervals if _wanted(r, intervals)]
     return out + _summary_records(summaries, base, direction)
 
