@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from benchharness.telemetry.parsers._common import clean_text, to_float, to_int
+from benchharness.telemetry.parsers._common import clean_text, to_float, to_int, unreadable
 
 _BDF = re.compile(r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
 _TABLE = re.compile(r"^\s*([A-Z][A-Z0-9 /-]*?) TABLE:\s*$")
@@ -102,10 +102,75 @@ def parse_rocm_smi_power(text: str) -> list[dict[str, Any]]:
     return out
 
 
+_CONCISE_HEAD = re.compile(r"^(.*?)\b(?:GPU|Device)\s.*\bTemp\b.*\bSCLK\s+MCLK\s+Fan\s+Perf\s+PwrCap\s+VRAM%\s+GPU%\s*$")
+_CONCISE_TEMP = re.compile(r"^(-?\d+(?:\.\d+)?)(?:°C|c|C)$")
+_CONCISE_WATTS = re.compile(r"^(\d+(?:\.\d+)?)W$")
+
+
+def _concise_number(token: str) -> float | None:
+    m = re.match(r"^(-?\d+(?:\.\d+)?)\s*(?:°C|c|C|W|Mhz|MHz|%)?$", token)
+    return float(m.group(1)) if m else None
+
+
+def parse_rocm_smi_concise(text: str) -> list[dict[str, Any]]:
+    """``rocm-smi`` without options (its "Concise Info" table): one record per GPU row.
+
+    The header differs by version (ROCm 5: ``GPU  Temp  AvgPwr  SCLK ...``, later ``GPU  Temp
+    (DieEdge)  AvgPwr``; ROCm 6: ``Device  Node  IDs ... Temp  Power  Partitions`` or ``Device
+    [Model : Revision]  Temp  Power  Partitions`` with a second header line and a model-name line
+    under each row); every version ends in ``SCLK MCLK Fan Perf PwrCap VRAM% GPU%``, so those are
+    read from the row's end and temperature / power from the first ``°C`` (or ``c``) reading and
+    the cell after it. A prefix on the header (``node out: ``, ``srun -l``'s ``0: ``) is taken off
+    the rows too. ``N/A`` is absent. A row the header cannot account for names its line."""
+    rows: list[dict[str, Any]] = []
+    prefix: str | None = None
+    sensor: str | None = None
+    lines = clean_text(text).splitlines()
+    for number, line in enumerate(lines, 1):
+        head = _CONCISE_HEAD.match(line)
+        if head:
+            prefix = head.group(1)
+            near = line + " " + (lines[number] if number < len(lines) else "")
+            found = re.search(r"\((DieEdge|Edge|Junction|Memory|Hotspot)\)", near)
+            sensor = {"dieedge": "edge"}.get(found.group(1).lower(), found.group(1).lower()) if found else None
+            continue
+        if prefix is None:
+            continue
+        if not line.startswith(prefix):
+            continue
+        tokens = line[len(prefix):].split()
+        if not tokens or not tokens[0].isdigit():
+            if tokens and tokens[0].startswith("=") and "End of ROCm SMI Log" in line:
+                prefix = None
+            continue
+        if len(tokens) < 9:
+            raise unreadable(number, line, "rocm-smi concise row without its SCLK ... GPU% columns")
+        tail = tokens[-7:]
+        lead = tokens[1:-7]
+        temp_at = next((i for i, t in enumerate(lead) if _CONCISE_TEMP.match(t)), None)
+        power: float | None = None
+        if temp_at is not None and temp_at + 1 < len(lead):
+            power = _concise_number(lead[temp_at + 1])
+        elif temp_at is None:
+            power = next((_concise_number(t) for t in lead if _CONCISE_WATTS.match(t)), None)
+        record = {"gpu": int(tokens[0]), "sensor": sensor,
+                  "temperature_c": _concise_number(lead[temp_at]) if temp_at is not None else None,
+                  "power_w": power, "sclk_mhz": _concise_number(tail[0]), "mclk_mhz": _concise_number(tail[1]),
+                  "fan_pct": _concise_number(tail[2]), "perf": tail[3] if tail[3].lower() != "n/a" else None,
+                  "power_cap_w": _concise_number(tail[4]), "vram_pct": _concise_number(tail[5]),
+                  "gpu_pct": _concise_number(tail[6])}
+        rows.append({k: v for k, v in record.items() if v is not None})
+    return rows
+
+
 def parse_rocm_smi(text: str) -> dict[str, Any]:
-    """Any ``rocm-smi`` text (``--showtemp``, ``--showpower``, ``--showtopo[numa]``, or several in
-    one): each section read by its reader; what a section did not print is absent."""
+    """Any ``rocm-smi`` text (the default "Concise Info" table, ``--showtemp``, ``--showpower``,
+    ``--showtopo[numa]``, or several in one): each section read by its reader; what a section did
+    not print is absent."""
     out: dict[str, Any] = {}
+    concise = parse_rocm_smi_concise(text)
+    if concise:
+        out["concise"] = concise
     temps = parse_rocm_smi_temp(text)
     power = parse_rocm_smi_power(text)
     topo = parse_rocm_smi_topo(text)
@@ -121,6 +186,6 @@ def parse_rocm_smi(text: str) -> dict[str, Any]:
 PARSERS = {"amd-smi-topology": parse_amd_smi_topology, "rocm-smi-topo": parse_rocm_smi_topo,
            "rocm-smi-temp": parse_rocm_smi_temp, "rocm-smi-power": parse_rocm_smi_power,
            "rocm-smi": parse_rocm_smi}
-READS = {"rocm-smi": "rocm-smi [--showtemp] [--showpower] [--showtopo|--showtoponuma] (ROCm 5.x-6.x): temperatures, "
+READS = {"rocm-smi": "rocm-smi (Concise Info table) [--showtemp] [--showpower] [--showtopo|--showtoponuma] (ROCm 5.x-6.x): temperatures, "
                      "package power and topology sections, in one text or apart",
          "rocm-smi-power": "rocm-smi --showpower / --showmaxpower (ROCm 5.x-6.x)"}
