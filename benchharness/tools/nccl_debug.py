@@ -21,7 +21,11 @@ _TAG = re.compile(r"\[\d+,\d+\]<(?:stdout|stderr|stddiag)>:")
 _VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+\S*)")
 _RCCL_VERSION = re.compile(r"RCCL version[ :]*(\d+\.\d+\.\d+\S*)")
 _USING_NETWORK = re.compile(r"NCCL INFO Using network (.+?)\s*$")
-_PLUGIN = re.compile(r"NCCL INFO NET/Plugin\s*:?\s*Loaded (?:net|coll) plugin (.+?)(?: \(v\d+\))?\s*$")
+# "NET/Plugin: Loaded net plugin NCCL RDMA Plugin v6 (v6)", "Loaded collnet plugin SHARP (v6)" (2.12+),
+# "Loaded coll plugin ..."; NCCL 2.26+ names the one it set up: "Initialized NET plugin IB" and
+# "Assigned NET plugin IB to comm" (the network, as "Using network IB" does)
+_PLUGIN = re.compile(r"NCCL INFO NET/Plugin\s*:?\s*Loaded (?:net|coll|collnet) plugin (.+?)(?: \(v\d+\))?\s*$")
+_NET_PLUGIN = re.compile(r"NCCL INFO (?:Initialized NET plugin (.+?)|Assigned NET plugin (.+?) to comm)\s*$")
 _IB_USING = re.compile(r"NCCL INFO NET/IB\s*: Using (.*)$")
 _IB_DEVICE = re.compile(r"\[(\d+)\]([^:\s\[\]]+):(\d+)/(\w+)")
 _SOCKET_USING = re.compile(r"NCCL INFO NET/Socket\s*: Using (.*)$")
@@ -40,6 +44,7 @@ _GDR_HCA = re.compile(r"NCCL INFO NET/\S+\s*: GPU Direct RDMA (Enabled|Disabled)
 _OFI = re.compile(r"NCCL INFO NET/OFI\b")
 _OFI_NO_GDR = re.compile(r"NCCL INFO NET/OFI .*disabling GDR")
 _WARN = re.compile(r"NCCL WARN (.*?)\s*$")
+_WHO = re.compile(r"(\S+:\d+:\d+) \[\d+\] NCCL ")
 
 # what a suite may write for ``require_network`` -> names NCCL logs for it
 _NETWORK_ALIASES = {"ib": ("ib", "ibext"), "socket": ("socket",), "ofi": ("aws libfabric", "libfabric", "ofi"),
@@ -80,6 +85,7 @@ def parse_nccl_debug(text: str) -> dict[str, Any]:
     """Network, devices, GPUDirect RDMA, socket fallback, channels, version and warnings from a log."""
     networks: list[str] = []
     plugins: list[str] = []
+    net_plugins: list[str] = []
     devices: list[dict[str, Any]] = []
     warnings: list[str] = []
     version: str | None = None
@@ -103,6 +109,10 @@ def parse_nccl_debug(text: str) -> dict[str, Any]:
         elif m := _PLUGIN.search(line):
             if m.group(1) not in plugins:
                 plugins.append(m.group(1))
+        elif m := _NET_PLUGIN.search(line):
+            name = m.group(1) or m.group(2)
+            if name not in net_plugins:
+                net_plugins.append(name)
         elif m := _IB_USING.search(line):
             ib_used = True
             devices += [d for d in _devices_ib(m.group(1)) if d not in devices]
@@ -128,9 +138,8 @@ def parse_nccl_debug(text: str) -> dict[str, Any]:
             ib_attempted = True
         if (m := _WARN.search(line)) and m.group(1) not in warnings:
             warnings.append(m.group(1))
-    network = networks[0] if networks else (channel_net or ("IB" if ib_used else "Socket" if socket_used
-                                                             else plugins[0] if plugins else
-                                                             "OFI" if ofi_used else None))
+    fallback = "IB" if ib_used else "Socket" if socket_used else plugins[0] if plugins else "OFI" if ofi_used else None
+    network = networks[0] if networks else (channel_net or (net_plugins[0] if net_plugins else None) or fallback)
     channels = coll_channels or ring_total or (len(ring_channels) or None)
     if net_channels:  # the channels say what was used
         gdr: bool | None = gdr_channels > 0
@@ -163,7 +172,10 @@ def hcas_used(text: str) -> tuple[list[str], list[str]]:
     by_rank: dict[str, list[str]] = {}
     used: list[str] = []
     for line in _log_lines(text):
-        rank = line.split(" ", 1)[0]
+        # "host:pid:tid [dev] NCCL INFO", also after a "[2025-08-22 17:44:36] " timestamp (NCCL
+        # 2.26+ NCCL_DEBUG_TIMESTAMP_FORMAT) or an mpirun / srun rank tag ("[0] ", "0: ")
+        who = _WHO.search(line)
+        rank = who.group(1) if who else line.split(" ", 1)[0]
         if m := _IB_USING.search(line):
             names = [f"{d['name']}:{d['port']}" for d in _devices_ib(m.group(1))]
             by_rank[rank.rsplit(":", 1)[0]] = names
