@@ -39,19 +39,29 @@ def parse_module(text: str) -> dict[str, Any]:
     """Temperature (°C), voltage (V), per-lane bias (mA) and TX/RX power, alarm/warning flags."""
     out: dict[str, Any] = {"lanes": [], "flags": {}, "alarms_on": []}
     lanes: dict[int, dict[str, Any]] = {}
+    last: str | None = None  # the identity field of the line before
     for line in clean_text(text).splitlines():
         key, sep, value = line.partition(" : ")
         if not sep:
             key, sep, value = line.partition(":")
             if not sep:
+                # A long value a mail or terminal wrapped: "0x18 (QSFP-DD Double Density" and
+                # "8X Pluggable Transceiver (INF-8628))" on the next line, parentheses still open.
+                held = out.get(last) if last else None
+                if last and isinstance(held, str) and held.count("(") > held.count(")") and line.strip():
+                    out[last] = f"{held} {line.strip()}"
+                last = None
                 continue
+        last = None
         key, value = key.strip(), value.strip()
         lane_m = _LANE.search(key)
         lane = int(lane_m.group(1)) if lane_m else None
         base = _LANE.sub(" ", key).strip()
         low = base.lower()
         if base in _IDENTITY:
-            out.setdefault(_IDENTITY[base], value)  # SFF-8636 may print several "Transceiver type" lines
+            if _IDENTITY[base] not in out:  # SFF-8636 may print several "Transceiver type" lines
+                out[_IDENTITY[base]] = value
+                last = _IDENTITY[base]
         elif low == "module temperature":
             out["temperature_c"] = to_float(value)
         elif low == "module voltage":

@@ -35,15 +35,23 @@ def parse_ibstat(text: str) -> list[dict[str, Any]]:
                      "Hardware version": "hw_ver", "Node GUID": "node_guid",
                      "System image GUID": "sys_image_guid"}
             if key in names:
-                ca[names[key]] = to_int(value) if key == "Number of ports" else value
+                ca[names[key]] = to_int(value) if key == "Number of ports" else _hex_token(value)
         else:
             names = {"State": "state", "Physical state": "phys_state", "Rate": "rate_gbps",
                      "Base lid": "lid", "LMC": "lmc", "SM lid": "sm_lid", "Port GUID": "port_guid",
                      "Link layer": "link_layer", "Capability mask": "capability_mask"}
             if key in names:
                 numeric = key in ("Rate", "Base lid", "LMC", "SM lid")
-                port[names[key]] = (to_float(value) if key == "Rate" else to_int(value)) if numeric else value
+                port[names[key]] = (to_float(value) if key == "Rate" else to_int(value)) if numeric \
+                    else _hex_token(value)
     return cas
+
+
+def _hex_token(value: str) -> str:
+    """A GUID or mask (``0x248a0703005d07f1``) without what a paste appended to it (an arrow and a
+    note); any other value as printed."""
+    m = re.match(r"^(0x[0-9a-fA-F]+)(?![0-9a-fA-F])", value)
+    return m.group(1) if m else value
 
 
 def _paren_code(value: str) -> tuple[str, int | None]:
@@ -55,18 +63,63 @@ _PORT_KEYS = frozenset({"state", "phys_state", "active_width", "active_speed", "
                         "link_layer", "port_lid", "sm_lid"})
 
 
+#: A GID as ibv_devinfo prints it: 8 groups of 4 hex digits, or (rdma-core 28+, RoCE v2) the
+#: compressed IPv6 form (``fe80::...``, ``::ffff:10.0.0.1``); ``, RoCE v2`` / ``, IB/RoCE v1`` after it.
+_GID_VALUE = re.compile(r"^(?P<gid>[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?::\d{1,3}(?:\.\d{1,3}){3})?)"
+                        r"(?:,\s*(?P<type>\S.*?))?\s*$")
+_GID_LINE = re.compile(r"^\s*GID\[\s*(\d+)\]:\s*(.*?)\s*$")
+_FULL_GID = re.compile(r"^\s*(?:[0-9a-fA-F]{4}:){7}[0-9a-fA-F]{4}\b")
+_KEY = re.compile(r"^[A-Za-z_][\w .()/-]*$")
+
+
+def _unbold(line: str) -> str:
+    """A line without the Markdown emphasis a paste put around it (``**GID[ 14]: ...``)."""
+    body = line.lstrip()
+    if not body.startswith("**") and not body.rstrip().endswith("**"):
+        return line
+    indent = line[:len(line) - len(body)]
+    return indent + re.sub(r"^\*\*|\*\*\s*$", "", body.rstrip())
+
+
 def parse_ibv_devinfo(text: str) -> list[dict[str, Any]]:
-    """``ibv_devinfo [-v]``: devices, their attributes, ports (state, MTUs, width x speed) and GIDs."""
+    """``ibv_devinfo [-v]``: devices, their attributes, ports (state, MTUs, width x speed) and GIDs.
+
+    Also read: excerpts without ``hca_id`` or ``port:`` lines (grep, ``...`` elisions), MLNX_OFED's
+    ``Device ports:`` line, ``Failed to open device`` lines around devices, Markdown bold around a
+    line, and a GID whose value a mail or terminal wrapped onto the next line. A GID value with no
+    ``GID[n]:`` line before it is an error naming that line."""
     devices: list[dict[str, Any]] = []
     dev: dict[str, Any] | None = None
     port: dict[str, Any] | None = None
-    for line in clean_text(text).splitlines():
-        m = re.match(r"^hca_id:\s*(\S+)", line)
+    pending_gid: tuple[int, int, str] | None = None  # (index, line number, line) of a GID[n]: with no value
+    lines = undecorate(text).split("\n")  # prompts blanked, not dropped: errors name the file's line
+
+    def add_gid(index: int, value: str, no: int, line: str) -> None:
+        nonlocal port
+        m = _GID_VALUE.match(value)
+        if not m:
+            raise unreadable(no, line, f"GID[{index}] is not a GID")
+        if port is None:  # GIDs after an elision that dropped the "port:" line
+            port = {"port": None, "gids": []}
+            assert dev is not None
+            dev["ports"].append(port)
+        port["gids"].append({"index": index, "gid": m.group("gid"), "type": m.group("type")})
+
+    for no, raw in enumerate(lines, 1):
+        line = _unbold(raw)
+        m = re.match(r"^hca_id:\s*(\S+)", line.strip())
         if m:
             dev = {"device": m.group(1), "ports": []}
             devices.append(dev)
-            port = None
+            port, pending_gid = None, None
             continue
+        if pending_gid is not None and line.strip():
+            index, at, held = pending_gid
+            pending_gid = None
+            if _GID_VALUE.match(line.strip()):
+                add_gid(index, line.strip(), no, line)
+                continue
+            raise unreadable(at, held, f"GID[{index}] has no value")
         if dev is None:
             # An excerpt without its hca_id: from a "port: N" line, or port lines a grep kept (no number).
             if re.match(r"^\s+port:\s*\d+\s*$", line):
@@ -83,12 +136,17 @@ def parse_ibv_devinfo(text: str) -> list[dict[str, Any]]:
             port = {"port": int(m.group(1)), "gids": []}
             dev["ports"].append(port)
             continue
-        m = re.match(r"^\s+GID\[\s*(\d+)\]:\s*([^,\s]+)(?:,\s*(.+))?$", line)
-        if m and port is not None:
-            port["gids"].append({"index": int(m.group(1)), "gid": m.group(2), "type": m.group(3)})
+        m = _GID_LINE.match(line)
+        if m:
+            if m.group(2):
+                add_gid(int(m.group(1)), m.group(2), no, line)
+            else:
+                pending_gid = (int(m.group(1)), no, line)
             continue
+        if (_GID_VALUE.match(line.strip()) and "::" in line) or _FULL_GID.match(line):
+            raise unreadable(no, line, "a GID value without its GID[n]: line")
         key, sep, value = line.strip().partition(":")
-        if not sep or not value.strip():
+        if not sep or not value.strip() or not _KEY.match(key.strip()):
             continue
         key, value = key.strip(), value.strip()
         if port is None and key in _PORT_KEYS:  # a grep excerpt kept the port's lines, not "port: N"
@@ -109,6 +167,9 @@ def parse_ibv_devinfo(text: str) -> list[dict[str, Any]]:
             target[key] = _paren_code(value)[0]
         else:
             target[key] = to_int(value) if re.fullmatch(r"\d+", value) else value
+    if pending_gid is not None:
+        index, at, held = pending_gid
+        raise unreadable(at, held, f"GID[{index}] has no value")
     for dev in devices:
         for port in dev["ports"]:
             if port.get("active_width") and port.get("active_speed_gbps"):
@@ -225,10 +286,55 @@ def _text_records(text: str, spans: list[tuple[int, int]] | None = None) -> list
     return records
 
 
+#: ``rdma dev [show]`` and ``rdma resource [show]`` (iproute2 rdma/dev.c, rdma/res.c): one record per
+#: device, ``IDX: DEV: name value ...``; ``dev show -d`` adds an indented ``caps: <A, B, ...>`` line.
+#: (``rdma resource show qp|cq|mr ...`` lists objects, not devices: not read here.)
+_DEV_RECORD = re.compile(r"^(?P<index>\d+):\s+(?P<dev>[^\s/:]+):(?=\s+(?:node_type|fw|node_guid|sys_image_guid"
+                         r"|pd|cq|qp|cm_id|mr|ctx|srq)\s)")  # not ip's "1: lo: <LOOPBACK,UP> mtu ..."
+_CAPS = re.compile(r"\bcaps:\s*<([^>]*)>")
+
+
+def _dev_records(text: str) -> list[dict[str, Any]]:
+    """``rdma dev`` / ``rdma resource`` records: ``{"device", "index", <text fields>, "resources":
+    {name: count}, "caps": [...]}``, one per device (a paste of both commands merges by device)."""
+    lines = text.split("\n")
+    found: dict[str, dict[str, Any]] = {}
+    n = 0
+    while n < len(lines):
+        m = _DEV_RECORD.match(lines[n].strip())
+        if not m:
+            n += 1
+            continue
+        no, body = n + 1, lines[n].strip()[m.end():]
+        n += 1
+        # ``dev show -d`` puts caps on indented lines; a terminal or a mail wraps a long record
+        # onto the next line: both run to the next record or blank line.
+        while n < len(lines) and lines[n].strip() \
+                and not _DEV_RECORD.match(lines[n].strip()) and not _RECORD.match(lines[n].strip()):
+            body += " " + lines[n].strip()
+            n += 1
+        entry = found.setdefault(m.group("dev"), {"device": m.group("dev"), "index": int(m.group("index"))})
+        caps = _CAPS.search(body)
+        if caps:
+            entry["caps"] = [c.strip() for c in caps.group(1).split(",") if c.strip()]
+            body = body[:caps.start()] + body[caps.end():]
+        fields, dangling = _pairs([(t, False, no) for t in body.split()])
+        if dangling:
+            raise unreadable(no, lines[no - 1], f"{dangling[0][0]!r} of {m.group('dev')} has no value")
+        for key, value in fields.items():
+            if isinstance(value, int):  # resource summary: pd 2 cq 3 qp 1 ...
+                entry.setdefault("resources", {})[key] = value
+            else:
+                entry[key] = value
+    return list(found.values())
+
+
 def parse_rdma(text: str) -> dict[str, Any]:
-    """``rdma link [-j]`` and ``rdma stat[istic] [show] [-j|-p]`` (iproute2 4.x ``IDX/PORT: DEV/PORT:``
+    """``rdma link [-j]``, ``rdma stat[istic] [show] [-j|-p]`` (iproute2 4.x ``IDX/PORT: DEV/PORT:``
     lines, MLNX_OFED's ``/opt/mellanox/iproute2``, ``Optional-set:`` counters, lines a terminal or a
-    mail wrapped, ``> `` quotes): ``ports`` with state/netdev and/or counters."""
+    mail wrapped, ``> `` quotes): ``ports`` with state/netdev and/or counters; ``rdma dev [show] [-d]``
+    and ``rdma resource [show]`` (``IDX: DEV: ...``): ``devices`` with node type, firmware, GUIDs,
+    caps and resource counts (``pd``, ``cq``, ``qp`` ...)."""
     text = undecorate(text).strip()
     from_json = _rdma_json(text)
     if from_json is not None:
@@ -240,7 +346,8 @@ def parse_rdma(text: str) -> dict[str, Any]:
             if key in entry:
                 entry[key] = to_int(entry[key])
         ports.append(entry)
-    return {"ports": ports}
+    devices = _dev_records(text)
+    return {"ports": ports, "devices": devices} if devices else {"ports": ports}
 
 
 def counters_of(lines: list[str]) -> tuple[dict[str, int], set[int]]:

@@ -2,7 +2,9 @@
 
 Columns ``DEV PORT INDEX GID IPv4 VER DEV``, tab- or blank-separated; ``IPv4`` is empty for
 link-local and other non-IPv4-mapped GIDs, the last ``DEV`` is the netdev (absent on some IB
-ports). Header, ``---`` ruler, ``n_gids_found=N`` and prompt lines are skipped.
+ports). Header, ``---`` ruler, ``n_gids_found=N`` and prompt lines are skipped. A row that starts
+as one (device, port, index, a GID's first group) but does not read as one, e.g. a paste cut
+inside it, is an error naming the line.
 """
 
 from __future__ import annotations
@@ -10,18 +12,21 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from benchharness.telemetry.parsers._common import clean_text
+from benchharness.telemetry.parsers._common import undecorate, unreadable
 
 _ROW = re.compile(
     r"^\s*(?P<dev>[\w.-]+)\s+(?P<port>\d+)\s+(?P<index>\d+)\s+(?P<gid>[0-9a-fA-F]{4}(?::[0-9a-fA-F]{4}){7})"
     r"\s+(?:(?P<ipv4>\d{1,3}(?:\.\d{1,3}){3})\s+)?(?P<ver>v\d)(?:\s+(?P<netdev>\S+))?\s*$")
+_ROW_START = re.compile(r"^\s*[\w.-]+\s+\d+\s+\d+\s+[0-9a-fA-F]{1,4}(?::|\s*$)")
 
 
 def parse_show_gids(text: str) -> list[dict[str, Any]]:
     """Rows as ``device, port, index, gid, ipv4 (None when empty), version (v1/v2), netdev``."""
     rows: list[dict[str, Any]] = []
-    for line in clean_text(text).splitlines():
+    for no, line in enumerate(undecorate(text).split("\n"), 1):
         m = _ROW.match(line)
+        if not m and _ROW_START.match(line):
+            raise unreadable(no, line, "a show_gids row without its GID, version or columns")
         if m:
             rows.append({"device": m["dev"], "port": int(m["port"]), "index": int(m["index"]),
                          "gid": m["gid"].lower(), "ipv4": m["ipv4"], "version": m["ver"],
