@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from itertools import pairwise
 from typing import Any
 
 from benchharness.core.errors import ToolFailure
@@ -134,17 +135,42 @@ def parse_throughput(text: str) -> Record | None:
     return rec
 
 
+#: Lines that open one client run's report (or one server's statistics in a multi-server run):
+#: they come before its summary, never after it.
+_RUN_START_RE = re.compile(r"^.*(?:== version #|\[Total Run\]|Printing statistics for Server No"
+                           r"|\[Valid Duration\]|Total of \d+ messages sent).*$", re.MULTILINE)
+
+
+def _runs(text: str) -> list[str]:
+    """``text`` cut into one piece per summary: a saved log may hold several runs one after the
+    other (or one ``[Valid Duration]`` block per server of a ``-f`` run), and each piece's figures
+    must come from its own lines, not the next run's percentiles."""
+    anchors = [m.start() for m in _AVG_RE.finditer(text)] or [m.start() for m in _RATE_RE.finditer(text)]
+    cuts = [0]
+    for before, after in pairwise(anchors):
+        start = next((m.start() for m in _RUN_START_RE.finditer(text, before, after)), None)
+        cuts.append(start if start is not None else text.rfind("\n", before, after) + 1)
+    cuts.append(len(text))
+    return [text[a:b] for a, b in pairwise(cuts)]
+
+
 def parse_output(text: str) -> list[Record]:
-    """The one summary record of a sockperf client output (latency or throughput), with
-    ``sockperf_version`` when printed; ToolFailure quoting the tool when there is none."""
+    """One summary record per client run in a sockperf output (latency or throughput), in
+    order, with ``sockperf_version`` when printed; ToolFailure quoting the tool when there is none."""
     text = clean(text)
-    rec = parse_latency(text) or parse_throughput(text)
-    if rec is None:
+    records: list[Record] = []
+    first_version = _VERSION_RE.search(text)
+    for piece in _runs(text):
+        rec = parse_latency(piece) or parse_throughput(piece)
+        if rec is None:
+            continue
+        version = _VERSION_RE.search(piece) or first_version
+        if version:
+            rec["sockperf_version"] = version.group(1)
+        records.append(rec)
+    if not records:
         raise classify_error(text) or _no_result(text)
-    version = _VERSION_RE.search(text)
-    if version:
-        rec["sockperf_version"] = version.group(1)
-    return [rec]
+    return records
 
 
 def classify_error(text: str, rc: int | None = None) -> ToolFailure | None:
