@@ -75,3 +75,17 @@ def test_bench_parse_reads_rdma_dev_and_link_from_one_paste() -> None:
     data = json.loads(res.stdout)
     assert [d["device"] for d in data["devices"]] == ["ibp0s9"]
     assert [(p["port"], p["state"]) for p in data["ports"]] == [(1, "ACTIVE"), (2, "UNKNOWN")]
+
+
+def test_show_gids_empty_table_is_zero_gids_but_a_bare_header_is_nothing_read() -> None:
+    """k8s-rdma-sriov-dev-plugin#30: header, ruler, ``n_gids_found=0`` is show_gids' own answer (exit 0);
+    the same header cut before its count line reads nothing (exit 3)."""
+    rel = "show_gids/pod_calico_empty_table_n_gids_found_0.txt"
+    res = subprocess.run([sys.executable, "-m", "benchharness", "parse", "show_gids", str(REAL / rel)],
+                         capture_output=True, text=True, timeout=60, check=False)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout) == {"gids": [], "n_gids_found": 0}
+    header = "\n".join(_text(rel).splitlines()[:3]) + "\n"
+    res = subprocess.run([sys.executable, "-m", "benchharness", "parse", "show_gids", "-"], input=header,
+                         capture_output=True, text=True, timeout=60, check=False)
+    assert res.returncode == 3 and "nothing read" in res.stderr
