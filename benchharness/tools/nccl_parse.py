@@ -41,6 +41,10 @@ _START = re.compile(r"^#\s*Collective test starting:\s*(\S+)")
 _VERSION = re.compile(r"^#\s*nccl-tests version (\S+)(?: nccl-headers=(\d+) nccl-library=(\d+))?")
 _RCCL_VERSION = re.compile(r"^rccl-tests: Version (\S+)")
 _CYCLE = re.compile(r"^#\s*Testing (\d+) cycle")
+# the benchmark's program on a command line pasted above the output (``mpirun ... ./build/broadcast_perf
+# -b 8``): the collective's name where the tool printed none (before 2.11 there is no "Collective test
+# starting" line)
+_PROGRAM = re.compile(r"(?:^|[\s/])([a-z]+(?:_[a-z]+)*_perf(?:_mpi)?)(?=\s|$)")
 # the column titles of a stdout table; a text holding them is a table even when its first line is a
 # bracketed shell prompt ("[root@node dir]# mpirun ...") rather than a JSON document
 _TABLE_HEADER = re.compile(r"^\s*#?\s*size\s+count\s+type\b", re.MULTILINE)
@@ -266,11 +270,14 @@ def _parse_table(text: str, collective: str | None) -> NcclRun:
     banner = ""
     pending: list[str] | None = None
     cycle: int | None = None
+    program: str | None = None
     for raw in text.splitlines():
         line = _without_log(raw)
         if not line.strip():
             continue
         stripped = line.strip()
+        if program is None and not stripped.startswith("#") and (pm := _PROGRAM.search(stripped)):
+            program = pm.group(1)
         if stripped.startswith("#") or _RANK.match(stripped):  # a paste may lose a rank line's "#"
             pending = None
             name, layout, banner, cycle = _header_line(stripped, run, name, layout, banner, cycle)
@@ -297,6 +304,10 @@ def _parse_table(text: str, collective: str | None) -> NcclRun:
             if cycle is not None:
                 rec["cycle"] = cycle
             run.records.append(rec)
+    name = name or program
+    for rec in run.records:
+        if rec.get("collective") is None:
+            rec["collective"] = collective_name(name)
     run.meta["collective"] = collective_name(name)
     return run
 
