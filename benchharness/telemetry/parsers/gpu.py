@@ -107,12 +107,25 @@ def parse_nvidia_query(text: str, fields: list[str] | None = None) -> list[dict[
     return rows
 
 
+def _id_list(text: str | None) -> list[int] | None:
+    """``"0,3-9,11-17"`` -> ``[0, 3, 4, ..., 17]`` (a ``NUMA Affinity`` cell: one node, or on Grace
+    systems such as GB200 a list of ranges); None for ``N/A`` or anything else."""
+    if not text or not re.fullmatch(r"\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*", text.strip()):
+        return None
+    out: list[int] = []
+    for part in text.strip().split(","):
+        low, _, high = part.partition("-")
+        out.extend(range(int(low), int(high or low) + 1))
+    return out
+
+
 def parse_nvidia_topo(text: str) -> dict[str, Any]:
     """``nvidia-smi topo -m``: the matrix, CPU/NUMA affinity per GPU, and the NIC legend.
 
     Returns ``devices`` (column names such as GPU0, NIC0), ``matrix`` (row -> column -> link
-    type such as PIX, PXB, PHB, NODE, SYS, NV18), ``affinity`` (GPU -> cpus / numa) and ``nics``
-    (NIC0 -> mlx5_0).
+    type such as PIX, PXB, PHB, NODE, SYS, NV18), ``affinity`` (GPU -> ``cpus``, ``numa``: the one
+    NUMA node, None when the cell lists several, then given as ``numa_nodes``; ``gpu_numa_id``)
+    and ``nics`` (NIC0 -> mlx5_0).
     """
     lines = clean_text(text).splitlines()
     nics: dict[str, str] = {}
@@ -140,11 +153,14 @@ def parse_nvidia_topo(text: str) -> dict[str, Any]:
         rest = values[len(devices):]
         if rest:
             info = dict(zip(extra, rest, strict=False))
+            numa_nodes = _id_list(info.get("NUMA Affinity"))
             affinity[row] = {
                 "cpus": info.get("CPU Affinity"),
-                "numa": to_int(info.get("NUMA Affinity")),
+                "numa": numa_nodes[0] if numa_nodes is not None and len(numa_nodes) == 1 else None,
                 "gpu_numa_id": to_int(info.get("GPU NUMA ID")),
             }
+            if numa_nodes is not None and len(numa_nodes) > 1:
+                affinity[row]["numa_nodes"] = numa_nodes
     return {"devices": devices, "matrix": matrix, "affinity": affinity, "nics": nics}
 
 
