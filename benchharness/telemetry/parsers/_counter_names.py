@@ -23,6 +23,7 @@ _GLOBAL_PAUSE = [
     re.compile(r"^(rx|tx)_pause_ctrl_phy$"),  # mlx5
     re.compile(r"^link_xoff_(rx|tx)(?:\.nic)?$"),  # ice, i40e
     re.compile(r"^(rx|tx)_pause_frames$"),  # bnxt_en
+    re.compile(r"^frames_(rx|tx)_pause$"),  # ionic (firmware port counters)
 ]
 ECN_CNP = (
     "np_ecn_marked_roce_packets", "np_cnp_sent", "rp_cnp_handled", "rp_cnp_ignored",
@@ -39,7 +40,9 @@ RETRANSMISSION = (
     "dup_req", "oos_drop_count",
     "tcpRetransSegs",  # irdma (iWARP)
 )
-_PER_QUEUE = re.compile(r"^(?:rx|tx|ch|xdp)\d+_|queue_\d+|_q\d+_|^rx_queue|^tx_queue")
+#: per-queue names: mlx5 ``rx3_...``, ionic ``rx_0_dropped``, ena ``queue_0_...``, virtio ``rx_queue_0_...``,
+#: gve ``rx_dropped_pkt[0]``
+_PER_QUEUE = re.compile(r"^(?:rx|tx|ch|xdp)\d+_|^(?:rx|tx)_\d+_|queue_\d+|_q\d+_|^rx_queue|^tx_queue|\[\d+\]$")
 _DISCARD = re.compile(r"discard|drop", re.IGNORECASE)
 _BUFFER = re.compile(r"out_of_buffer|no_buffer|nobuf|rx_buff_alloc_err")
 _ERRORS = re.compile(r"crc|symbol_err|fcs|_errors?$|_err_phy$|link_down_events|[a-z]Errors$")

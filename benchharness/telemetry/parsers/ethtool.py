@@ -8,31 +8,53 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from benchharness.telemetry.parsers._common import clean_text, snake, to_int
+from benchharness.telemetry.parsers._common import clean_text, snake, to_int, unreadable
 from benchharness.telemetry.parsers._counter_names import highlights
+
+#: list-valued lines of ``ethtool DEV`` (each may continue on indented lines without a colon); the
+#: FEC mode and link partner lists are passed over (their continuation lines are not link modes)
+_SETTING_LISTS = {"Supported link modes": "supported_link_modes", "Advertised link modes": "advertised_link_modes",
+                  "Supported FEC modes": None, "Advertised FEC modes": None,
+                  "Link partner advertised link modes": None, "Link partner advertised FEC modes": None}
+_SETTING_KEYS = frozenset({"Speed", "Duplex", "Lanes", "Port", "Auto-negotiation", "Link detected",
+                           "Active FEC encoding", "Configured FEC encodings", "Supported ports", "Transceiver"})
 
 
 def parse_settings(text: str) -> dict[str, Any]:
-    """Speed (``speed_mbps``, None when ``Unknown!``), duplex, port, link detected, link modes."""
+    """Speed (``speed_mbps``, None when ``Unknown!``), lanes, duplex (None when ``Unknown! (255)``),
+    port, autoneg, link detected, supported / advertised link modes (``Not reported`` -> ``[]``), and
+    ``--show-fec``'s ``Active FEC encoding`` / ``Configured FEC encodings`` lines.
+
+    A pasted session that shows the port more than once (``grep -A 3 'Speed: '`` before and after an
+    ``ethtool -s``) reads as its last show. Text without any settings line is an error naming its
+    first line."""
     out: dict[str, Any] = {"netdev": None, "supported_link_modes": [], "advertised_link_modes": []}
     text = clean_text(text)
-    m = re.search(r"^Settings for (\S+?):", text, re.MULTILINE)
+    m = re.search(r"^\s*(?:Settings|FEC parameters) for (\S+?):", text, re.MULTILINE)
     if m:
         out["netdev"] = m.group(1)
     current_list: str | None = None
+    seen = False
+    lists: dict[str, list[str]] = {}
     for line in text.splitlines():
         if ":" not in line:
-            if current_list and line.strip():
-                out[current_list].extend(line.split())
+            if current_list and line.strip() and line[:1].isspace():
+                (out if current_list in out else lists)[current_list].extend(line.split())
             continue
         key, _, value = line.strip().partition(":")
         key, value = key.strip(), value.strip()
         current_list = None
-        if key in ("Supported link modes", "Advertised link modes"):
-            current_list = "supported_link_modes" if key.startswith("Supported") else "advertised_link_modes"
+        if key in _SETTING_LISTS:
+            seen = True
+            current_list = _SETTING_LISTS[key] or key
+            target = out if _SETTING_LISTS[key] else lists
+            target[current_list] = []  # a later show replaces an earlier one
             if value and value != "Not reported":
-                out[current_list].extend(value.split())
-        elif key == "Speed":
+                target[current_list].extend(value.split())
+            continue
+        if key in _SETTING_KEYS or key.startswith("FEC encodings"):
+            seen = True
+        if key == "Speed":
             out["speed_raw"] = value
             m = re.match(r"(\d+)\s*Mb/s", value)
             out["speed_mbps"] = int(m.group(1)) if m else None
@@ -46,8 +68,11 @@ def parse_settings(text: str) -> dict[str, Any]:
             out["autoneg"] = value == "on"
         elif key == "Link detected":
             out["link_detected"] = value == "yes"
-        elif key in ("Active FEC encoding", "Configured FEC encodings"):
-            out["fec_active" if key.startswith("Active") else "fec_configured"] = value
+        elif key in ("Active FEC encoding", "Configured FEC encodings", "FEC encodings"):
+            out["fec_configured" if key != "Active FEC encoding" else "fec_active"] = value
+    if not seen and text.strip():
+        first = next(line for line in text.splitlines() if line.strip())
+        raise unreadable(text.splitlines().index(first) + 1, first, "no ethtool link settings line")
     return out
 
 
@@ -72,18 +97,31 @@ def parse_driver_info(text: str) -> dict[str, Any]:
     return out
 
 
+#: per-queue counters named with a queue prefix: bnx2x / bnxt_en ``[3]: rx_discards``, be2net ``rxq0: rx_pkts``
+_QUEUE_PREFIX = re.compile(r"^(?:\[\d+\]|[rt]xq\d+):\s")
+
+
 def parse_stats(text: str) -> dict[str, Any]:
     """``ethtool -S``: every counter as an int, and a ``highlights`` summary (PFC, discards ...).
 
     Counter lines are indented under ``NIC statistics:``; saved copies often lose the header and the
-    indentation, so unindented ``name: number`` lines count too.
-    """
+    indentation, so unindented ``name: number`` lines count too, and section titles pasted between
+    them (the ionic documentation's ``Driver port specific::``) are passed over. Per-queue counters
+    (``[3]: rx_discards``, ``rx_0_dropped``, ``rx_dropped_pkt[0]``, ``queue_0_...``) are kept among
+    the counters and left out of the highlights, whose sums are port-wide. A name the driver prints
+    twice (virtio's 32-character names cut to the same text) keeps its first value. Text without
+    any counter is an error naming its first line."""
     counters: dict[str, int] = {}
-    for line in clean_text(text).splitlines():
+    lines = clean_text(text).splitlines()
+    for line in lines:
         m = re.match(r"^\s*(\S.*?):\s+(-?\d+)\s*$", line)
         if m:
-            counters[m.group(1)] = int(m.group(2))
-    return {"counters": counters, "highlights": highlights(counters)}
+            counters.setdefault(m.group(1), int(m.group(2)))
+    if not counters and text.strip():
+        first = next((i, line) for i, line in enumerate(lines, 1) if line.strip())
+        raise unreadable(first[0], first[1], "no ethtool -S counter line")
+    port = {name: value for name, value in counters.items() if not _QUEUE_PREFIX.match(name)}
+    return {"counters": counters, "highlights": highlights(port)}
 
 
 def _netdev(text: str, heading: str) -> str | None:
