@@ -2,7 +2,9 @@
 PortCountersExtended, as snapshot counters under the kernel's sysfs names.
 
 Format (infiniband-diags ``src/perfquery.c`` through libibmad's ``mad_dump_fields``): an optional
-``# Port counters: Lid L port P (CapMask: 0x...)`` or ``# Port extended counters: ...`` header,
+``# Port counters: Lid L port P (CapMask: 0x...)`` or ``# Port extended counters: ...`` header
+(``# <Attribute> counters: Lid L port P`` for the other attributes, e.g. ``-E``'s
+``PortRcvErrorDetails``; ``DR path slid S; dlid D; 0,1 port P`` instead of ``Lid L`` with ``-D``),
 then one ``Name:....value`` line per field, dots padding the name to a column. Field names are the
 IBA spec's (``SymbolErrorCounter``, ``PortXmitWait`` ...); they are renamed to the names
 ``/sys/class/infiniband/<dev>/ports/<p>/counters/`` uses (``symbol_error``, ``port_xmit_wait``),
@@ -33,7 +35,10 @@ SYSFS_NAMES = {
     "QP1Dropped": "qp1_dropped",
 }
 _SKIP = {"PortSelect", "CounterSelect", "CounterSelect2"}
-_HEADER = re.compile(r"^#\s*Port (?:extended )?counters:\s*Lid\s+(\d+)\s+port\s+(\d+)", re.IGNORECASE)
+_HEADER = re.compile(r"^#\s*(?:[A-Za-z]\w*\s+)+counters:\s*(?:Lid\s+(?P<lid>\d+)|DR path\s.*?)"
+                     r"\s+port\s+(?P<port>\d+)", re.IGNORECASE)
+#: Word starts in an IBA field name: ``PortDLIDMappingErrors`` -> Port, DLID, Mapping, Errors.
+_WORDS = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _FIELD = re.compile(r"^\s*([A-Za-z][A-Za-z0-9]*):\.{2,}\s*(\S*)\s*$")
 
 
@@ -45,7 +50,7 @@ def counters_of(lines: list[str]) -> tuple[dict[str, int], set[int]]:
     for i, line in enumerate(lines):
         m = _HEADER.match(line.strip())
         if m:
-            obj = f"lid{m.group(1)}/{m.group(2)}"
+            obj = f"lid{m['lid']}/{m['port']}" if m["lid"] else f"-/{m['port']}"
             used.add(i)
             continue
         f = _FIELD.match(line)
@@ -59,7 +64,7 @@ def counters_of(lines: list[str]) -> tuple[dict[str, int], set[int]]:
             continue
         if not re.fullmatch(r"\d+", value):
             raise unreadable(i + 1, line, f"perfquery field {name} has no count")
-        out[f"ib:{obj}:{SYSFS_NAMES.get(name, snake(re.sub(r'(?<=[a-z0-9])(?=[A-Z])', '_', name)))}"] = int(value)
+        out[f"ib:{obj}:{SYSFS_NAMES.get(name, snake(_WORDS.sub('_', name)))}"] = int(value)
     return out, used
 
 
