@@ -125,7 +125,7 @@ def parse_stats(text: str) -> dict[str, Any]:
 
 
 def _netdev(text: str, heading: str) -> str | None:
-    m = re.search(rf"^{heading} (?:for )?(\S+?):?\s*$", text, re.MULTILINE)
+    m = re.search(rf"^\s*{heading} (?:for )?(\S+?):?\s*$", text, re.MULTILINE)
     return m.group(1) if m else None
 
 
@@ -162,6 +162,11 @@ def parse_features(text: str) -> dict[str, Any]:
             "fixed": fixed, "requested": requested}
 
 
+#: ``ethtool -g`` lines printed only under ``Current hardware settings:`` (netlink/rings.c): read
+#: there when a ``grep`` left the section title out
+_CURRENT_ONLY = frozenset({"rx_buf_len", "cqe_size", "tx_push", "rx_push", "tcp_data_split"})
+
+
 def _sections(text: str) -> dict[str, dict[str, Any]]:
     """``Pre-set maximums:`` / ``Current hardware settings:`` blocks of ``-l`` and ``-g``."""
     out: dict[str, dict[str, Any]] = {"max": {}, "current": {}}
@@ -171,9 +176,11 @@ def _sections(text: str) -> dict[str, dict[str, Any]]:
             section = "max"
         elif re.match(r"^\s*Current hardware settings:", line):
             section = "current"
-        elif section and ":" in line:
+        elif ":" in line and not re.match(r"^\s*(?:Ring|Channel) parameters for ", line):
             key, _, value = line.partition(":")
-            out[section][snake(key)] = _value(value)
+            name = snake(key)
+            if section or name in _CURRENT_ONLY:
+                out[section or "current"][name] = _value(value)
     return out
 
 
