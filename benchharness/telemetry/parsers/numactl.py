@@ -11,13 +11,20 @@ from benchharness.telemetry.parsers._common import undecorate, unreadable
 def parse_numactl(text: str) -> dict[str, Any]:
     """Nodes (a node without CPUs, e.g. CXL or HBM memory, has ``cpus: []``) and ``distances``.
 
-    A ``node N cpus:`` or distance row that is not numbers names its line (ToolFailure ``unreadable``)."""
+    A ``node N cpus:`` list that a mail or terminal wrapped continues on the next line(s) of bare
+    CPU numbers (``... 107 108`` / ``109``). A ``node N cpus:`` or distance row that is not numbers
+    names its line (ToolFailure ``unreadable``)."""
     nodes: dict[int, dict[str, Any]] = {}
     distances: dict[int, list[int]] = {}
     header: list[int] = []
     in_distances = False
     available = None
+    wrapped: dict[str, Any] | None = None  # the node whose cpus line may continue on the next line
     for line_no, line in enumerate(undecorate(text).split("\n"), 1):
+        if wrapped is not None and re.fullmatch(r"\s*\d+(?:\s+\d+)*\s*", line):
+            wrapped["cpus"].extend(int(c) for c in line.split())
+            continue
+        wrapped = None
         m = re.match(r"^available:\s*(\d+) nodes", line)
         if m:
             available = int(m.group(1))
@@ -29,6 +36,7 @@ def parse_numactl(text: str) -> dict[str, Any]:
                 if not re.fullmatch(r"[\d\s]*", m.group(3)):
                     raise unreadable(line_no, line, "CPU numbers expected")
                 node["cpus"] = [int(c) for c in m.group(3).split()]
+                wrapped = node
             else:
                 mb = re.match(r"(\d+)\s*MB", m.group(3))
                 node[f"{m.group(2)}_mb"] = int(mb.group(1)) if mb else None
