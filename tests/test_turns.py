@@ -1,4 +1,5 @@
-"""tests/turns.py: an ``alone`` test waits for the tests running beside it and keeps new ones out."""
+"""tests/turns.py: an ``alone`` test waits for the tests running beside it and keeps new ones out;
+an ``apart`` test does so for tests with real parts only."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import sys
 from pathlib import Path
 sys.path.insert(0, {tests!r})
 from turns import turn
-with turn({alone}, Path({lock!r}), Path({gate!r})):
+with turn({mode!r}, Path({lock!r}), Path({gate!r}), Path({real!r})):
     print("in", flush=True)
     sys.stdin.readline()
 print("out", flush=True)
@@ -24,8 +25,9 @@ print("out", flush=True)
 class Holder:
     """A process that takes a turn and keeps it until told to leave."""
 
-    def __init__(self, tmp: Path, alone: bool) -> None:
-        code = HOLDER.format(tests=str(Path(__file__).parent), alone=alone, lock=str(tmp / "lock"), gate=str(tmp / "gate"))
+    def __init__(self, tmp: Path, mode: str) -> None:
+        code = HOLDER.format(tests=str(Path(__file__).parent), mode=mode, lock=str(tmp / "lock"),
+                             gate=str(tmp / "gate"), real=str(tmp / "real"))
         self.proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
     def wait_in(self) -> None:
@@ -65,8 +67,8 @@ class Holder:
 def holders(tmp_path: Path):
     made: list[Holder] = []
 
-    def make(alone: bool) -> Holder:
-        made.append(Holder(tmp_path, alone))
+    def make(mode: str) -> Holder:
+        made.append(Holder(tmp_path, mode))
         return made[-1]
 
     yield make
@@ -76,7 +78,7 @@ def holders(tmp_path: Path):
 
 
 def test_tests_that_share_run_together(holders) -> None:
-    a, b = holders(False), holders(False)
+    a, b = holders("real"), holders("plain")
     a.wait_in()
     b.wait_in()  # both hold it at once
     a.leave()
@@ -84,11 +86,11 @@ def test_tests_that_share_run_together(holders) -> None:
 
 
 def test_alone_waits_for_the_running_test_and_new_ones_wait_for_it(holders, tmp_path: Path) -> None:
-    running = holders(False)
+    running = holders("plain")
     running.wait_in()
-    alone = holders(True)
+    alone = holders("alone")
     alone.wait_blocked_on(tmp_path / "lock")  # the test beside it still runs; it holds the gate
-    later = holders(False)
+    later = holders("real")
     later.wait_blocked_on(tmp_path / "gate")  # a new test does not slip in before the waiting alone one
     running.leave()
     alone.wait_in()
@@ -96,6 +98,47 @@ def test_alone_waits_for_the_running_test_and_new_ones_wait_for_it(holders, tmp_
     alone.leave()
     later.wait_in()
     later.leave()
+
+
+def test_apart_keeps_tests_with_real_parts_out_and_lets_the_others_in(holders, tmp_path: Path) -> None:
+    running = holders("real")
+    running.wait_in()
+    apart = holders("apart")
+    apart.wait_blocked_on(tmp_path / "real")  # waits for the test with real parts beside it
+    plain_early = holders("plain")
+    plain_early.wait_blocked_on(tmp_path / "gate")  # none slips in before the waiting apart test
+    running.leave()
+    apart.wait_in()
+    plain_early.wait_in()  # a test without real parts runs beside it
+    real = holders("real")
+    real.wait_blocked_on(tmp_path / "real")  # one with real parts waits ...
+    plain = holders("plain")
+    plain.wait_in()  # ... without holding the gate: the next test without real parts passes
+    plain.leave()
+    plain_early.leave()
+    assert not real.is_in(0.5)
+    apart.leave()
+    real.wait_in()
+    real.leave()
+
+
+def test_the_vm_goes_first_and_the_tests_without_real_parts_next(tmp_path: Path) -> None:
+    """The order turns.py gives: apart, plain, long lab tests longest first, other real, alone."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from turns import _turn_order
+
+    class Item:
+        def __init__(self, *marks: pytest.MarkDecorator) -> None:
+            self.marks = {m.name: m.mark for m in marks}
+
+        def get_closest_marker(self, name: str) -> pytest.Mark | None:
+            return self.marks.get(name)
+
+    items = {"alone": Item(pytest.mark.lab, pytest.mark.alone), "real": Item(pytest.mark.lab),
+             "long60": Item(pytest.mark.lab, pytest.mark.long(60)), "plain": Item(),
+             "long200": Item(pytest.mark.lab, pytest.mark.long(200)), "apart": Item(pytest.mark.rdma_vm, pytest.mark.apart)}
+    order = sorted(items, key=lambda k: _turn_order(items[k]))  # type: ignore[arg-type]
+    assert order == ["apart", "plain", "long200", "long60", "real", "alone"]
 
 
 GROUPED = {

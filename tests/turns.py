@@ -1,20 +1,29 @@
 """pytest plugin: tests take turns on the machine (loaded by conftest.py).
 
 The suite runs in parallel (pytest-xdist, ``-n`` in pyproject.toml): most lab tests wait on
-shaped links, sshd and sleeps, and a second worker fills that time. Two things must not overlap:
+shaped links, sshd and sleeps, and a second worker fills that time. What must not overlap:
 
-- A test marked ``alone`` (the soft-RoCE VM: its two vCPUs keep both cores busy, and perftest's
-  clock estimate under TCG misses when a vCPU is preempted) runs with no other test of any session
-  on this machine. Every other test holds the machine lock shared; an ``alone`` test holds it
-  exclusively. A gate lock in front of it lets a waiting ``alone`` test in before new shared
-  holders, so a worker of short tests cannot keep it out for ever (flock has no writer priority).
+- A test marked ``alone`` (the comparison's two runs of one setup, which a load that starts or
+  stops between them tells apart) runs with no other test of any session on this machine. Every
+  other test holds the machine lock shared; an ``alone`` test holds it exclusively.
+- A test marked ``apart`` (the soft-RoCE VM) runs with no other test with real parts beside it,
+  but tests without real parts run meanwhile: the VM's two vCPUs keep about one core busy on
+  average (231 s of CPU in 220 s), so a whole core would idle under ``alone``. Tests with real
+  parts hold a second lock shared; an ``apart`` test holds it exclusively. The VM stands a core
+  kept busy beside it (its limits scale with the speed it measures; perftest's clock estimate
+  then falls back to /proc/cpuinfo, which its tests accept), not a lab test's bursts of sshd,
+  Open MPI and frameworks on both cores.
+- A gate lock in front of both lets a waiting ``alone`` or ``apart`` test in before new holders,
+  so a worker of short tests cannot keep it out for ever (flock has no writer priority).
 - Tests that use fixed ports on the root namespace's loopback (a local ``bench run`` takes
   iperf3's 5201, torchrun its master port) share the xdist group ``loopback``: one worker runs
   them one after another. A lab test is a unit of its own unless it uses a fixture of its file
   wider than a test (then the file is one group, so that fixture is made once); any other test
   goes in its file's group; the three shared comparison runs (``nic_runs``) and the CPU-heavy
   framework lab tests (``frameworks``) are named groups across their files.
-- Order: ``long(SECONDS)`` lab tests first, longest first, the ``alone`` ones last.
+- Order: the ``apart`` VM first, with the tests without real parts after it (the other workers
+  run those while it runs); then ``long(SECONDS)`` lab tests, longest first; the other tests
+  with real parts; the ``alone`` ones last.
 """
 
 from __future__ import annotations
@@ -30,6 +39,8 @@ from real_parts import REAL_PARTS
 
 LOCK = Path("/tmp/bench-lab-tests.lock")
 """Held shared by every test and exclusively by ``alone`` tests, machine-wide."""
+REAL = Path("/tmp/bench-lab-tests.real.lock")
+"""Held shared by every test with real parts and exclusively by ``apart`` tests, machine-wide."""
 GATE = Path("/tmp/bench-lab-tests.gate")
 """Taken briefly before the lock, and held by an ``alone`` test while it waits for it."""
 MAX_WORKERS = 4
@@ -59,25 +70,48 @@ def held_by_an_ancestor(path: Path) -> bool:
     return False
 
 
+Mode = str
+"""``plain`` (no real parts), ``real``, ``apart`` or ``alone``."""
+
+
 @contextlib.contextmanager
-def turn(alone: bool, lock_path: Path = LOCK, gate_path: Path = GATE) -> Iterator[None]:
-    """Hold the machine lock, exclusively when ``alone``, unless a parent holds it exclusively."""
-    with open(lock_path, "a") as lock:
+def turn(mode: Mode, lock_path: Path = LOCK, gate_path: Path = GATE, real_path: Path = REAL) -> Iterator[None]:
+    """Hold the locks of a test of ``mode``, unless a parent holds the machine lock exclusively."""
+    with open(lock_path, "a") as lock, open(real_path, "a") as real:
         if held_by_an_ancestor(lock_path):
             yield
             return
+        real_later = False
         with open(gate_path, "a") as gate:
             fcntl.flock(gate, fcntl.LOCK_EX)
             try:
-                fcntl.flock(lock, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+                fcntl.flock(lock, fcntl.LOCK_EX if mode == "alone" else fcntl.LOCK_SH)
+                if mode == "apart":
+                    fcntl.flock(real, fcntl.LOCK_EX)  # gate held: new tests with real parts wait behind it
+                elif mode == "real":
+                    try:
+                        fcntl.flock(real, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                    except BlockingIOError:
+                        real_later = True  # an apart test runs: wait for it without the gate, so
+                        # that tests without real parts still pass it
             finally:
                 fcntl.flock(gate, fcntl.LOCK_UN)
+        if real_later:
+            fcntl.flock(real, fcntl.LOCK_SH)
         yield
+
+
+def mode_of(item: pytest.Item) -> Mode:
+    """The turn a test takes: ``alone``, ``apart``, ``real`` (it has real parts) or ``plain``."""
+    for mode in ("alone", "apart"):
+        if item.get_closest_marker(mode) is not None:
+            return mode
+    return "real" if any(item.get_closest_marker(m) for m in REAL_PARTS) else "plain"
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
-    with turn(item.get_closest_marker("alone") is not None):
+    with turn(mode_of(item)):
         yield
 
 
@@ -92,16 +126,22 @@ def _shares_a_fixture_of_its_file(item: pytest.Item) -> bool:
 
 
 def _turn_order(item: pytest.Item) -> tuple[int, float]:
-    """Long lab tests first, longest (``long(SECONDS)``, as measured on the 2-core machine) first,
-    so that none starts last and holds the run while the other workers idle; then the other tests
-    with real parts, then the rest, and the ``alone`` VM at the end, where the tests it waits for
-    are short."""
-    if item.get_closest_marker("alone"):
-        return 3, 0.0
+    """The ``apart`` VM first and the tests without real parts after it (the other workers run
+    those beside it); then long lab tests, longest (``long(SECONDS)``, as measured on the 2-core
+    machine) first, so that none starts last and holds the run while the other workers idle; then
+    the other tests with real parts, and the ``alone`` ones at the end, where the tests they wait
+    for are short."""
+    mode = mode_of(item)
+    if mode == "alone":
+        return 4, 0.0
+    if mode == "apart":
+        return 0, 0.0
+    if mode == "plain":
+        return 1, 0.0
     long = item.get_closest_marker("long")
     if long:
-        return 0, -float(long.args[0])
-    return (1 if any(item.get_closest_marker(m) for m in REAL_PARTS) else 2), 0.0
+        return 2, -float(long.args[0])
+    return 3, 0.0
 
 
 @pytest.hookimpl(tryfirst=True)
