@@ -21,11 +21,18 @@ def test_h100_module_power_all_na_is_absent_and_clocks_are_read() -> None:
     assert [g["clocks"]["max"]["sm_mhz"] for g in gpus] == [1980] * 8
 
 
-def test_amd_smi_monitor_row_short_of_a_cell_names_its_line() -> None:
-    text = (REAL / "amd-smi" / "rocm61_monitor_ptumv_8gpu_prompt.txt").read_text()
-    bad = text.replace("  3  172 W     33 °C", "  3  172 W", 1)
+@pytest.mark.parametrize(("parser", "fixture", "row", "cut"), [
+    # an amd-smi monitor row short of a cell
+    ("amd-smi", "amd-smi/rocm61_monitor_ptumv_8gpu_prompt.txt", "  3  172 W     33 °C", "  3  172 W"),
+    # a rocm-smi concise row cut before its columns
+    ("rocm-smi", "rocm-smi/mi250x_8gcd_concise_node_out_prefix_rocm5.txt",
+     "2    46.0c  97.0W   800Mhz  1600Mhz  0%   auto  560.0W    0%   0%", "2    46.0c  97.0W"),
+])
+def test_a_table_row_cut_short_names_its_line(parser: str, fixture: str, row: str, cut: str) -> None:
+    text = (REAL / fixture).read_text()
+    assert row in text
     with pytest.raises(ToolFailure) as info:
-        get_parser("amd-smi")(bad)
+        get_parser(parser)(text.replace(row, cut, 1))
     assert info.value.kind == "unreadable" and "line 6" in info.value.message
 
 
@@ -33,14 +40,6 @@ def test_amd_smi_text_skips_cpu_blocks() -> None:
     gpus = get_parser("amd-smi")((REAL / "amd-smi" / "mi300a_static_text_4gpu_4cpu_blocks_prompt.txt").read_text())
     assert [g["index"] for g in gpus] == [0, 1, 2, 3]
     assert [g["bus_id"] for g in gpus] == [f"000{i}:01:00.0" for i in range(4)]
-
-
-def test_rocm_smi_concise_row_cut_before_its_columns_names_its_line() -> None:
-    text = (REAL / "rocm-smi" / "mi250x_8gcd_concise_node_out_prefix_rocm5.txt").read_text()
-    bad = text.replace("2    46.0c  97.0W   800Mhz  1600Mhz  0%   auto  560.0W    0%   0%", "2    46.0c  97.0W", 1)
-    with pytest.raises(ToolFailure) as info:
-        get_parser("rocm-smi")(bad)
-    assert info.value.kind == "unreadable" and "line 6" in info.value.message
 
 
 def test_rocm_smi_concise_n_a_partition_rows_have_no_readings() -> None:
