@@ -53,3 +53,17 @@ def test_settings_ignore_fec_and_link_partner_continuations() -> None:
             "\t                                     1000baseT/Full\n\tSpeed: 1000Mb/s\n")
     out = parse_settings(text)
     assert out["supported_link_modes"] == ["10baseT/Full", "100baseT/Full"] and out["speed_mbps"] == 1000
+
+
+def test_rss_paste_with_two_shows_reads_as_the_last() -> None:
+    """Two real ``ethtool -x`` shows one after the other (as a paste of "before" and "after" an
+    ``ethtool -L`` has them): the second table replaces the first instead of adding to it."""
+    from benchharness.telemetry.parsers.ethtool import parse_rss
+
+    first = (REAL / "ethtool-x" / "i40e_quoted_34_rings_snip_mail.txt").read_text()
+    second = (REAL / "ethtool-x" / "ixgbe_82599_63_rings_16_used_tabs_mail.txt").read_text()
+    data = parse_rss(first + second)
+    assert (data["netdev"], data["rx_rings"], data["table_size"], data["elided"]) == ("eno5", 63, 128, False)
+    assert data["rings_used"] == list(range(16))
+    data = parse_rss(second + first)
+    assert (data["netdev"], data["rx_rings"], data["table_size"], data["elided"]) == ("eth0", 34, 40, True)

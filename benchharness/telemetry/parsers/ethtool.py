@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from benchharness.telemetry.parsers._common import clean_text, snake, to_int, unreadable
+from benchharness.telemetry.parsers._common import clean_text, snake, to_int, undecorate, unreadable
 from benchharness.telemetry.parsers._counter_names import highlights
 
 #: list-valued lines of ``ethtool DEV`` (each may continue on indented lines without a colon); the
@@ -143,7 +143,7 @@ def parse_features(text: str) -> dict[str, Any]:
     """``ethtool -k``: each feature on/off, the ``[fixed]`` ones (the driver cannot change them)
     and ``[requested on]`` wishes the device could not grant. Old ``Offload parameters for``
     output and grepped excerpts read the same way."""
-    text = clean_text(text)
+    text = undecorate(text)
     features: dict[str, bool] = {}
     fixed: list[str] = []
     requested: dict[str, bool] = {}
@@ -186,19 +186,19 @@ def _sections(text: str) -> dict[str, dict[str, Any]]:
 
 def parse_channels(text: str) -> dict[str, Any]:
     """``ethtool -l``: RX/TX/Other/Combined channels, maximum and current (None: ``n/a``)."""
-    text = clean_text(text)
+    text = undecorate(text)
     return {"netdev": _netdev(text, "Channel parameters"), **_sections(text)}
 
 
 def parse_rings(text: str) -> dict[str, Any]:
     """``ethtool -g``: ring sizes (rx, tx, rx_mini, rx_jumbo ...), maximum and current."""
-    text = clean_text(text)
+    text = undecorate(text)
     return {"netdev": _netdev(text, "Ring parameters"), **_sections(text)}
 
 
 def parse_coalesce(text: str) -> dict[str, Any]:
     """``ethtool -c``: adaptive RX/TX, CQE mode and every ``rx-usecs``-like setting (None: ``n/a``)."""
-    text = clean_text(text)
+    text = undecorate(text)
     out: dict[str, Any] = {"netdev": _netdev(text, "Coalesce parameters"), "settings": {}}
     for line in text.splitlines():
         pair = re.match(r"^\s*(Adaptive|CQE mode)\s+RX:\s*(\S+)\s+TX:\s*(\S+)", line)
@@ -213,21 +213,28 @@ def parse_coalesce(text: str) -> dict[str, Any]:
     return out
 
 
+#: a row of the indirection table left out of a paste: ``...``, ``…``, ``[...]``, ``[...snip...]``
+_ELIDED = re.compile(r"\[?\s*(?:\.{3}|…)\s*(?:snip(?:ped)?\s*(?:\.{3}|…)?\s*)?\]?")
+
+
 def parse_rss(text: str) -> dict[str, Any]:
     """``ethtool -x``: the RX flow hash indirection table (entry -> ring), the rings it spreads
     over, the RSS hash key (hex) and the hash function in use. Rows elided as ``...`` leave
-    ``elided`` true: the table's size and rings are then a lower bound."""
-    text = clean_text(text)
+    ``elided`` true (``...``, or ``[...snip...]`` in a mail): the table's size and rings are then a
+    lower bound. Mail quote marks (``> ``) are read through; a paste that shows the table more than
+    once (before and after an ``ethtool -L`` / ``-X``) reads as its last show."""
+    text = undecorate(text)
     out: dict[str, Any] = {"netdev": None, "rx_rings": None, "table": [], "elided": False, "key": None,
                            "hash_function": None, "functions": {}}
-    m = re.search(r"indirection table for (\S+) with (\d+) RX ring", text)
-    if m:
-        out["netdev"], out["rx_rings"] = m.group(1), int(m.group(2))
     part = None
     for line in text.splitlines():
         stripped = line.strip()
         if stripped.startswith("RX flow hash indirection table"):
             part = "table"
+            m = re.search(r"indirection table for (\S+) with (\d+) RX ring", stripped)
+            if m:
+                out["netdev"], out["rx_rings"] = m.group(1), int(m.group(2))
+            out.update(table=[], elided=False, key=None, functions={})  # a later show replaces an earlier one
         elif stripped.startswith("RSS hash key:"):
             part = "key"
         elif stripped.startswith("RSS hash function:"):
@@ -236,7 +243,7 @@ def parse_rss(text: str) -> dict[str, Any]:
             part = None
         elif part == "table" and re.match(r"^\d+:(\s+\d+)+$", stripped):
             out["table"].extend(int(v) for v in stripped.split(":", 1)[1].split())
-        elif part == "table" and stripped in ("...", "…"):
+        elif part == "table" and _ELIDED.fullmatch(stripped):
             out["elided"] = True
         elif part == "key" and re.fullmatch(r"[0-9a-fA-F]{2}(?::[0-9a-fA-F]{2})*", stripped):
             out["key"] = stripped.lower()
@@ -267,7 +274,7 @@ def parse_rx_flow_hash(text: str) -> dict[str, Any]:
     discarded on RX`` read as no fields; a field line ethtool added later is kept as ``?``."""
     out: dict[str, Any] = {}
     current: dict[str, Any] | None = None
-    for line in clean_text(text).splitlines():
+    for line in undecorate(text).splitlines():
         stripped = line.strip()
         m = re.match(r"^(.+? flows)(?: use these fields for computing Hash flow key:| - All matching flows "
                      r"discarded on RX)\s*$", stripped)
