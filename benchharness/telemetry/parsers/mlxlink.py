@@ -3,14 +3,22 @@ BER counters (per-lane figures such as ``Raw Physical Errors Per Lane`` also as 
 (``-E- "--show_ber_monitor" option is not supported for HCA``: ``errors`` and ``not_supported``,
 never read as a clean link). Pasted forms: several devices one after another under ``=== name ===``
 banners (a shell loop) give ``devices``; a ``grep`` excerpt that lost the ``----`` rule under a
-section title still puts its lines in that section."""
+section title still puts its lines in that section.
+
+``mlxlink ... --json`` prints one document: ``{"result": {"output": {section: {key: value}}},
+"status": {"code", "message"}}`` (MFT's ``mlxlinkRecord``: a ``{"mask", "values"}`` object for a
+speed mask, a list for per-lane figures). It gives the same fields as the text, read from the same
+sections; a non-zero status code and a ``warning`` are kept in ``errors``. A document cut short (a
+paste that stops inside it) is read up to its last complete line and flagged ``truncated``; a
+document broken anywhere else is an error naming the line."""
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
-from benchharness.telemetry.parsers._common import clean_text, snake, to_float, to_int
+from benchharness.telemetry.parsers._common import clean_text, snake, to_float, to_int, unreadable
 
 
 def _values_and_range(value: str) -> tuple[list[float | None], list[float] | None]:
@@ -48,6 +56,8 @@ def parse_mlxlink(text: str) -> dict[str, Any]:
     """Sections as ``sections[name][key]`` plus the figures a report needs at the top level; a paste
     of several devices under ``=== name ===`` banners: ``{"devices": [{"device": name, ...}]}``."""
     lines = clean_text(text).splitlines()
+    if any(line.lstrip().startswith("{") for line in lines):
+        return _parse_json(lines)
     starts = [(i, m.group(1)) for i, line in enumerate(lines) if (m := _BANNER.match(line))]
     if len(starts) < 2:
         return _parse_one(lines)
@@ -74,6 +84,11 @@ def _parse_one(lines: list[str]) -> dict[str, Any]:
         key, sep, value = line.rstrip().partition(" : ") if " : " in line else line.rstrip().partition(" :")
         if sep and key.strip() and not re.fullmatch(r"-{3,}", line.strip()):
             sections.setdefault(current, {})[key.strip()] = value.strip()
+    return _summary(sections, errors)
+
+
+def _summary(sections: dict[str, dict[str, str]], errors: list[str]) -> dict[str, Any]:
+    """The figures a report needs, from ``sections[title][key]`` as the text form prints them."""
 
     def get(section: str, key: str) -> str | None:
         found = sections.get(section, {}).get(key)
@@ -119,6 +134,93 @@ def _parse_one(lines: list[str]) -> dict[str, Any]:
     return out
 
 
+def _close_cut(body: str) -> str | None:
+    """A JSON document cut short, closed after its last complete member; None when it cannot be."""
+    stack: list[str] = []
+    in_string = escaped = False
+    for ch in body:
+        if in_string:
+            escaped, in_string = (False, True) if escaped else (ch == "\\", ch != '"')
+        elif ch == '"':
+            in_string = True
+        elif ch in "{[":
+            stack.append("}" if ch == "{" else "]")
+        elif ch in "}]":
+            if not stack:
+                return None
+            stack.pop()
+    if in_string or not stack:
+        return None
+    body = re.sub(r'(?:,\s*"(?:[^"\\]|\\.)*"\s*:)?\s*,?\s*$', "", body)  # a dangling comma or key
+    return body + "".join(reversed(stack))
+
+
+def _flat(value: Any) -> str:
+    """A JSON member as the text form prints it: ``mask (v1,v2)`` and per-lane lists ``a,b``."""
+    if isinstance(value, dict) and "mask" in value:
+        values = value.get("values")
+        shown = ",".join(str(v) for v in values) if isinstance(values, list) else ""
+        return f"{value['mask']} ({shown})" if shown else str(value["mask"])
+    if isinstance(value, list):
+        return ",".join(_flat(v) for v in value)
+    if isinstance(value, dict):
+        return json.dumps(value)
+    return "" if value is None else str(value)
+
+
+def _parse_json(lines: list[str]) -> dict[str, Any]:
+    start = next(i for i, line in enumerate(lines) if line.lstrip().startswith("{"))
+    for n, line in enumerate(lines[:start]):  # only the command echo and blank lines may come first
+        if line.strip() and "mlxlink" not in line:
+            raise unreadable(n + 1, line, "not mlxlink --json output")
+    while len(lines) > start and not lines[-1].strip():
+        lines = lines[:-1]
+    body = "\n".join(lines[start:])
+    truncated = False
+    try:
+        doc = json.loads(body)
+    except json.JSONDecodeError as err:
+        if err.pos < len(body.rstrip()):  # broken inside, not cut at the end
+            raise unreadable(start + err.lineno, lines[start + err.lineno - 1], f"invalid JSON ({err.msg})") from None
+        closed: str | None = None
+        for keep in (len(lines), len(lines) - 1):  # the last line itself may be cut
+            closed = _close_cut("\n".join(lines[start:keep]))
+            if closed is not None:
+                try:
+                    doc = json.loads(closed)
+                    break
+                except json.JSONDecodeError:
+                    closed = None
+        if closed is None:
+            raise unreadable(len(lines), lines[-1], "JSON document cut and not readable") from None
+        truncated = True
+    if not isinstance(doc, dict):
+        raise unreadable(start + 1, lines[start], "not an mlxlink JSON document")
+    result = doc.get("result")
+    output = result.get("output") if isinstance(result, dict) else None
+    if not isinstance(output, dict):
+        output = {}
+    sections = {title: {k: _flat(v) for k, v in members.items()}
+                for title, members in output.items() if isinstance(members, dict)}
+    errors: list[str] = []
+    status = doc.get("status")
+    if isinstance(status, dict) and status.get("code") not in (None, 0, "0"):
+        errors.append(f"status {status.get('code')}: {status.get('message', '')}".strip())
+    warning = doc.get("warning")
+    if warning:
+        errors.extend(str(w) for w in (warning if isinstance(warning, list) else [warning]))
+    if not sections and not errors:
+        raise unreadable(start + 1, lines[start], "no result.output sections in the JSON document")
+    out = _summary(sections, errors)
+    out["format"] = "json"
+    if isinstance(status, dict):
+        out["status"] = {"code": status.get("code"), "message": status.get("message")}
+    if truncated:
+        out["truncated"] = True
+    return out
+
+
 PARSERS = {"mlxlink": parse_mlxlink}
 READS = {"mlxlink": "mlxlink -d DEV [-m] [-c] [--show_ber_monitor ...] (MFT 4.x; HCA and switch ports, IB and "
-                    "Ethernet): sections, BER counters per lane, -E- not-supported answers, several devices"}
+                    "Ethernet): sections, BER counters per lane, -E- not-supported answers, several devices; "
+                    "--json documents (also cut short)"}
