@@ -1,5 +1,6 @@
-"""mlxlink's ``--json`` document read into the fields of its text form, from real published outputs
-(``tests/fixtures/real/mlxlink/``, see SOURCES there)."""
+"""mlxlink's ``--json`` document read into the fields of its text form, and a path-prefixed
+``grep . .../aer_dev_*`` paste read per device and file, from real published outputs
+(``tests/fixtures/real/mlxlink/`` and ``aer/``, see SOURCES there)."""
 
 from __future__ import annotations
 
@@ -57,3 +58,23 @@ def test_prose_before_the_json_is_refused() -> None:
     text = "the port looks fine\n" + JSON_CUT.read_text()
     with pytest.raises(ToolFailure, match="line 1"):
         get_parser("mlxlink")(text)
+
+
+AER_PATHS = Path(__file__).parent / "fixtures" / "real" / "aer" / "drm_card1_grep_paths_correctable_fatal_prompt_cut.txt"
+
+
+def test_aer_grep_paste_is_read_per_device_and_file() -> None:
+    data = get_parser("aer")(AER_PATHS.read_text())
+    (dev,) = data["devices"]
+    assert set(dev["files"]) == {"correctable", "fatal"}
+    assert "TOTAL_ERR_COR" not in dev["files"]["correctable"]["counters"]
+    assert dev["files"]["fatal"]["total_from"] == "sum"  # the paste stops before TOTAL_ERR_FATAL
+    assert not any("/" in name for rec in dev["files"].values() for name in rec["counters"])
+
+
+def test_aer_grep_line_that_is_not_name_value_names_the_line() -> None:
+    lines = AER_PATHS.read_text().splitlines()
+    lines[3] = lines[3].replace("BadTLP 0", "BadTLP")
+    with pytest.raises(ToolFailure) as info:
+        get_parser("aer")("\n".join(lines) + "\n")
+    assert info.value.kind == "unreadable" and "aer_dev_correctable:BadTLP" in info.value.message
