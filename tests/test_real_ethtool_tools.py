@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from benchharness.core.errors import ToolFailure
+from benchharness.telemetry.counters import delta
 from benchharness.telemetry.parsers.ethtool import parse_settings, parse_stats
 
 REAL = Path(__file__).parent / "fixtures" / "real"
@@ -32,6 +33,21 @@ def test_bnxt_queue_discards_are_not_summed_under_a_blank_name() -> None:
     assert " rx_discards" not in hl["discards"] and hl["discards"]["rx_total_ring_discards"] == 655430134
 
 
+@pytest.mark.parametrize("name", ["bnxt_en_6_6_queue_index_prefixes_pfc_cos", "bnx2x_queue_index_prefixes"])
+def test_a_runs_counter_delta_keeps_queue_counters_out_as_the_parser_does(name: str) -> None:
+    """The sampler keys every counter ``ethtool:NETDEV:NAME``; a queue's ``[3]: rx_discards`` stays
+    the queue's in a run's delta too, not the port's ``rx_discards`` (health verdicts read these)."""
+    counters = parse_stats((REAL / "ethtool-S" / f"{name}.txt").read_text())["counters"]
+    after = {f"ethtool:eth0:{k}": v for k, v in counters.items()}
+    before = dict.fromkeys(after, 0)
+    from_run = delta(before, after)["highlights"]
+    assert from_run["discards"] == parse_stats((REAL / "ethtool-S" / f"{name}.txt").read_text())["highlights"]["discards"]
+    # the port's own rx_discards (bnx2x prints one) is its value alone, the queues' not added to it
+    assert from_run["discards"].get("rx_discards") == counters.get("rx_discards")
+    assert " rx_discards" not in from_run["discards"]
+    assert any(k.startswith("[") and k.endswith("rx_discards") for k in counters)  # the queues have theirs
+
+
 def test_a_name_printed_twice_keeps_its_first_value() -> None:
     text = "NIC statistics:\n     tx_hw_packets_allowance_exceede: 3\n     tx_hw_packets_allowance_exceede: 0\n"
     assert parse_stats(text)["counters"] == {"tx_hw_packets_allowance_exceede": 3}
@@ -41,7 +57,7 @@ def test_a_name_printed_twice_keeps_its_first_value() -> None:
     (parse_stats, "no stats available\n"),
     (parse_settings, "Cannot get device settings: No such device\n"),
 ])
-def test_text_without_any_line_of_the_tool_names_its_line(parser, text: str) -> None:  # type: ignore[no-untyped-def]
+def test_text_without_any_line_of_the_tool_names_its_line(parser, text: str) -> None:
     with pytest.raises(ToolFailure) as info:
         parser(text)
     assert info.value.kind == "unreadable" and "line 1" in info.value.message

@@ -41,16 +41,23 @@ RETRANSMISSION = (
     "tcpRetransSegs",  # irdma (iWARP)
 )
 #: per-queue names: mlx5 ``rx3_...``, ionic ``rx_0_dropped``, ena ``queue_0_...``, virtio ``rx_queue_0_...``,
-#: gve ``rx_dropped_pkt[0]``
-_PER_QUEUE = re.compile(r"^(?:rx|tx|ch|xdp)\d+_|^(?:rx|tx)_\d+_|queue_\d+|_q\d+_|^rx_queue|^tx_queue|\[\d+\]$")
+#: gve ``rx_dropped_pkt[0]``, bnx2x / bnxt_en ``[3]: rx_discards``, be2net ``rxq0: rx_pkts``
+_PER_QUEUE = re.compile(r"^(?:rx|tx|ch|xdp)\d+_|^(?:rx|tx)_\d+_|queue_\d+|_q\d+_|^rx_queue|^tx_queue|\[\d+\]$"
+                        r"|^(?:\[\d+\]|[rt]xq\d+):\s")
 _DISCARD = re.compile(r"discard|drop", re.IGNORECASE)
 _BUFFER = re.compile(r"out_of_buffer|no_buffer|nobuf|rx_buff_alloc_err")
 _ERRORS = re.compile(r"crc|symbol_err|fcs|_errors?$|_err_phy$|link_down_events|[a-z]Errors$")
 
 
+_SOURCE_OBJECT = re.compile(r"^[a-z][a-z_]*:[^:\s]+:")
+
+
 def base_name(key: str) -> str:
-    """Counter name without a ``source:object:`` prefix (``ethtool:eth0:rx_crc`` -> ``rx_crc``)."""
-    return key.rsplit(":", 1)[-1]
+    """Counter name without a ``source:object:`` prefix (``ethtool:eth0:rx_crc`` -> ``rx_crc``); a
+    name with a colon of its own keeps it (``ethtool:eth0:[3]: rx_discards`` -> ``[3]: rx_discards``,
+    a queue's counter, not the port's ``rx_discards``)."""
+    m = _SOURCE_OBJECT.match(key)
+    return key[m.end():] if m else key
 
 
 def highlights(counters: Mapping[str, Any]) -> dict[str, Any]:

@@ -97,10 +97,6 @@ def parse_driver_info(text: str) -> dict[str, Any]:
     return out
 
 
-#: per-queue counters named with a queue prefix: bnx2x / bnxt_en ``[3]: rx_discards``, be2net ``rxq0: rx_pkts``
-_QUEUE_PREFIX = re.compile(r"^(?:\[\d+\]|[rt]xq\d+):\s")
-
-
 def parse_stats(text: str) -> dict[str, Any]:
     """``ethtool -S``: every counter as an int, and a ``highlights`` summary (PFC, discards ...).
 
@@ -120,8 +116,7 @@ def parse_stats(text: str) -> dict[str, Any]:
     if not counters and text.strip():
         first = next((i, line) for i, line in enumerate(lines, 1) if line.strip())
         raise unreadable(first[0], first[1], "no ethtool -S counter line")
-    port = {name: value for name, value in counters.items() if not _QUEUE_PREFIX.match(name)}
-    return {"counters": counters, "highlights": highlights(port)}
+    return {"counters": counters, "highlights": highlights(counters)}
 
 
 def _netdev(text: str, heading: str) -> str | None:
