@@ -112,6 +112,66 @@ def test_ratio_test_error_rates_at_three_repetitions() -> None:
     assert hits == trials and covered / trials >= 0.93
 
 
+def test_bh_adjust_reproduces_the_published_example() -> None:
+    """Benjamini & Hochberg (1995), section 4: 15 p-values of a trial; at 0.05 the procedure
+    rejects the four smallest (Bonferroni only three)."""
+    p = [0.0001, 0.0004, 0.0019, 0.0095, 0.0201, 0.0278, 0.0298, 0.0344, 0.0459, 0.3240, 0.4262,
+         0.5719, 0.6528, 0.7590, 1.0000]
+    q = stats.bh_adjust(p)
+    assert [i for i, v in enumerate(q) if v < 0.05] == [0, 1, 2, 3]
+    assert q[3] == pytest.approx(0.0095 * 15 / 4) and q[4] == pytest.approx(0.0201 * 15 / 5)
+    with_gaps = stats.bh_adjust([math.nan, 0.01, math.nan, 0.04])  # NaN: not a test of the family
+    assert math.isnan(with_gaps[0]) and math.isnan(with_gaps[2])
+    assert with_gaps[1] == pytest.approx(0.02) and with_gaps[3] == pytest.approx(0.04)
+
+
+def test_a_family_of_same_setup_tests_calls_almost_nothing_different() -> None:
+    """Identical setups, 24 cells per comparison (a sweep's sizes x metrics), 3 repetitions per
+    side: alone, the tests call a cell "different" in about 1 comparison in 2; judged as a family
+    (false discovery rate 5 %), in about 1 in 20. A real halving among them stays different."""
+    rng = random.Random(7)
+
+    def draws(scale: float = 1.0, noise: float = 0.2) -> list[float]:
+        return [scale * math.exp(rng.gauss(0, noise)) for _ in range(3)]
+    comparisons = 300
+    alone = together = 0
+    for _ in range(comparisons):
+        tests = [stats.ratio_test(draws(), draws()) for _ in range(24)]
+        alone += any(t.significant for t in tests)
+        together += any(t.significant for t in stats.judge_together(tests))
+    assert alone / comparisons >= 0.3
+    assert together / comparisons <= 0.08
+    tests = [stats.ratio_test(draws(noise=0.02), draws(0.5, noise=0.02)) for _ in range(6)] + \
+        [stats.ratio_test(draws(), draws()) for _ in range(18)]
+    judged = stats.judge_together(tests)
+    assert all(t.decision == "different" and t.q_value < 0.05 for t in judged[:6])
+    assert [t.p_value for t in judged] == [t.p_value for t in tests]  # intervals and p stay
+
+
+def test_a_family_keeps_equivalence_and_undecides_a_lone_difference() -> None:
+    tight = stats.ratio_test([10.0, 10.01, 9.99], [10.0, 10.02, 9.98])
+    lone = stats.ratio_test([10.0, 10.5, 9.6], [12.0, 12.6, 11.5])  # p about 0.01 alone
+    assert tight.decision == "equivalent" and lone.decision == "different" and lone.p_value > 0.002
+    noise = [stats.ratio_test([1.0, 1.3, 0.8], [1.1, 0.9, 1.2]) for _ in range(9)]
+    judged = stats.judge_together([tight, lone, *noise])
+    assert judged[0].decision == "equivalent"
+    assert judged[1].decision == "undecided" and judged[1].reason.startswith("not enough repetitions")
+    assert judged[1].q_value == pytest.approx(min(1.0, lone.p_value * 11))
+
+
+def test_a_pair_of_runs_asked_both_ways_is_one_test_of_the_family() -> None:
+    """The winner's test (other run against the best) and the cell's (run against the baseline)
+    are one test when they compare the same two runs: the family counts it once."""
+    a, b = [10.0, 10.5, 9.6], [12.0, 12.6, 11.5]
+    raw = {(0, "bw", "A", "B"): stats.ratio_test(a, b), (0, "bw", "B", "A"): stats.ratio_test(b, a),
+           (1, "bw", "A", "B"): stats.ratio_test(a, [10.2, 9.7, 10.4])}
+    judged = comparison._judge_pairs(raw, stats.EQUIVALENCE)
+    expected = stats.bh_adjust([raw[(0, "bw", "A", "B")].p_value, raw[(1, "bw", "A", "B")].p_value])
+    assert judged[(0, "bw", "A", "B")].q_value == pytest.approx(expected[0])
+    assert judged[(0, "bw", "B", "A")].q_value == judged[(0, "bw", "A", "B")].q_value
+    assert judged[(0, "bw", "B", "A")].decision == judged[(0, "bw", "A", "B")].decision == "different"
+
+
 def test_combine_cells_into_a_band() -> None:
     cells = [stats.ratio_test([4.0, 4.1, 3.9], [2.0, 2.05, 1.95]),
              stats.ratio_test([8.0, 8.2, 7.8], [4.0, 4.1, 3.9])]

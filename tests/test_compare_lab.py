@@ -61,6 +61,9 @@ def test_comparison_decides_half_rate_and_calls_the_same_setup_equivalent(lab_ma
 
     res = bench("compare", str(b1), str(b2), "format=json")
     same = json.loads(res.stdout)
+    # one fact, one cell: iperf3's restated figures (sender CPU, bytes) are not judged again
+    assert {c["metric"] for c in same["cells"]} >= {"bw_avg_gbps", "cpu_local_pct", "cpu_remote_pct"}
+    assert not {c["metric"] for c in same["cells"]} & {"sender_cpu_pct", "bytes", "bytes_sent"}
     decided = [c for c in same["cells"] if c["decision"] != "baseline"]
     different = [c for c in decided if c["decision"] == "different"]
     assert decided and len(different) * 10 <= len(decided), different  # at most 1 row in 10

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from benchharness import tools
 from benchharness.analysis import frames as analysis
 from benchharness.analysis import nic_cost, projection, scorecard, scorecard_evidence, sentences, stats
 from benchharness.config.workloads import Workload, load_workload
@@ -140,9 +141,10 @@ def compare(runs: Sequence[RunDir], threshold: float = stats.EQUIVALENCE,
         hostnames |= set(runview.inventory_hosts(info)) | set(runview.run_host_names(info))
     keys = [c for c in analysis.case_columns(df, hosts=False) if not _host_like(df[c], hostnames)] \
         if not df.empty else []
-    metrics = [m for m in analysis.metric_columns(df) if not m.endswith(("_tool", "_line_rate_pct"))] \
-        if not df.empty else []
-    cells, bands = _cells(df, keys, metrics, labels, threshold) if metrics \
+    judged = _without_restated(df) if not df.empty else df
+    metrics = [m for m in analysis.metric_columns(judged) if not m.endswith(("_tool", "_line_rate_pct"))
+               and judged[m].notna().any()] if not judged.empty else []
+    cells, bands = _cells(judged, keys, metrics, labels, threshold) if metrics \
         else (pd.DataFrame(), pd.DataFrame())
     runs_meta = [_run_meta(r, info, lab) for r, info, lab in zip(runs, infos, labels, strict=True)]
     verdicts = [{"run": lab, **v} for info, lab in zip(infos, labels, strict=True)
@@ -164,6 +166,20 @@ def compare(runs: Sequence[RunDir], threshold: float = stats.EQUIVALENCE,
                                                          comp.projection.get("rows") or [])
     comp.scorecard = scorecard.score(labels, criteria, evidence, threshold)
     return comp
+
+
+def _without_restated(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` without the metrics a tool's records repeat from other fields (the adapter's
+    ``restated_metrics``): one measured fact is judged once, not counted as two cells."""
+    restated = tools.restated_metrics()
+    if "tool" not in df or not restated:
+        return df
+    df = df.copy()
+    for tool, names in restated.items():
+        mine = df["tool"] == tool
+        for name in sorted(names & set(df.columns)):
+            df.loc[mine, name] = math.nan
+    return df
 
 
 def _run_meta(run: RunDir, info: Mapping[str, Any], label: str) -> dict[str, Any]:
@@ -194,7 +210,8 @@ def _cells(df: pd.DataFrame, keys: list[str], metrics: list[str], labels: list[s
     index = df.groupby(["_cell", "run"], sort=False).indices
     base = labels[0]
     arrays = {m: df[m].to_numpy(dtype=float, na_value=np.nan) for m in metrics}
-    rows = []
+    groups = []
+    raw: dict[tuple[Any, ...], stats.RatioTest] = {}
     for (cell, metric), sub in summary.groupby(["_cell", "metric"], sort=True):
         higher = higher_is_better(str(metric))
         per_run = {r["run"]: r for r in sub.to_dict("records")}
@@ -202,11 +219,19 @@ def _cells(df: pd.DataFrame, keys: list[str], metrics: list[str], labels: list[s
         values = {lab: v[~np.isnan(v)] for lab, v in values.items()}
         present = [lab for lab in labels if lab in per_run]
         best = (max if higher else min)(present, key=lambda lab: per_run[lab]["median"])
-        verdict, margin = _winner(best, present, values, per_run, higher, threshold)
+        pairs = [(base, lab) for lab in present if base in per_run and lab != base] + \
+            [(o, best) for o in present if o != best]
+        for a, b in pairs:
+            raw.setdefault((cell, metric, a, b), stats.ratio_test(values[a], values[b], threshold=threshold))
+        groups.append((cell, metric, higher, per_run, present, best))
+    judged = _judge_pairs(raw, threshold)
+    rows = []
+    for cell, metric, higher, per_run, present, best in groups:
+        others = [lab for lab in present if lab != best]
+        verdict, margin = _winner(best, [judged[(cell, metric, o, best)] for o in others], per_run, higher)
         for lab in present:
             r = per_run[lab]
-            test = stats.ratio_test(values[base], values[lab], threshold=threshold) \
-                if base in per_run and lab != base else None
+            test = judged.get((cell, metric, base, lab)) if lab != base else None
             ratio = test.ratio if test else (1.0 if lab == base else math.nan)
             rows.append({**{k: cell_keys.at[cell, k] for k in keys}, "metric": metric,
                          "unit": r["unit"], "run": lab, "n": int(r["n"]), "median": r["median"],
@@ -215,6 +240,7 @@ def _cells(df: pd.DataFrame, keys: list[str], metrics: list[str], labels: list[s
                          "ratio_ci_low": test.ci_low if test else math.nan,
                          "ratio_ci_high": test.ci_high if test else math.nan,
                          "p_value": test.p_value if test else math.nan,
+                         "q_value": test.q_value if test else math.nan,
                          "significant": bool(test and test.significant),
                          "decision": test.decision if test else "baseline",
                          "test_result": test.reason if test else "baseline",
@@ -230,19 +256,31 @@ def _cells(df: pd.DataFrame, keys: list[str], metrics: list[str], labels: list[s
     return cells, _bands(cells, keys, labels, threshold)
 
 
-def _winner(best: str, present: list[str], values: Mapping[str, Any], per_run: Mapping[str, Any],
-            higher: bool, threshold: float) -> tuple[str, float]:
-    """The best run when different from (and better than) every other; else why there is none:
-    ``equivalent`` or "not enough repetitions to decide (n = ...)"."""
-    others = [lab for lab in present if lab != best]
-    if not others:
+def _judge_pairs(raw: Mapping[tuple[Any, ...], stats.RatioTest], threshold: float
+                 ) -> dict[tuple[Any, ...], stats.RatioTest]:
+    """Every test of a comparison decided as one family (``stats.judge_together``). A pair of
+    runs in one cell is one test whichever way round it was asked (the p-value is the same)."""
+    pair_of = {key: (key[0], key[1], frozenset(key[2:])) for key in raw}
+    first: dict[tuple[Any, ...], stats.RatioTest] = {}
+    for key, pair in pair_of.items():
+        first.setdefault(pair, raw[key])
+    q = dict(zip(first, stats.bh_adjust([t.p_value for t in first.values()]), strict=True))
+    return {key: stats.rejudge(test, q[pair_of[key]], threshold=threshold) for key, test in raw.items()}
+
+
+def _winner(best: str, results: Sequence[stats.RatioTest], per_run: Mapping[str, Any],
+            higher: bool) -> tuple[str, float]:
+    """The best run when different from (and better than) every other (``results``: each other
+    run against it); else why there is none: ``equivalent`` or "not enough repetitions to
+    decide (n = ...)"."""
+    if not results:
         return "single run", math.nan
-    results = [stats.ratio_test(values[o], values[best], threshold=threshold) for o in others]
     undecided = [r for r in results if r.decision == "undecided"]
     if undecided:
         return undecided[0].reason, math.nan
     if not all(r.significant for r in results):
         return "equivalent", math.nan
+    others = [lab for lab in per_run if lab != best]
     runner_up = (max if higher else min)(others, key=lambda lab: per_run[lab]["median"])
     a, b = per_run[best]["median"], per_run[runner_up]["median"]
     margin = (a / b if higher else b / a) if a and b else math.nan
@@ -265,15 +303,21 @@ def _bands(cells: pd.DataFrame, keys: list[str], labels: list[str], threshold: f
     by_test = cells.groupby("test")["metric"].unique() if "test" in cells else None
     everything = headline_metrics(list(dict.fromkeys(cells["metric"])))
     base = labels[0]
+    groups = [(gkey, sub, {lab: _band_test(sub, lab, threshold) for lab in labels[1:]
+                           if (sub["run"] == lab).any() and (sub["run"] == base).any()})
+              for gkey, sub in cells.groupby(group, dropna=False, sort=False)]
+    # the bands' verdicts are claims of one comparison too: decided as one family
+    flat = [(i, lab, test) for i, (_, _, tests) in enumerate(groups) for lab, test in tests.items()]
+    for (i, lab, _), judged in zip(flat, stats.judge_together([t for _, _, t in flat], threshold=threshold),
+                                   strict=True):
+        groups[i][2][lab] = judged
     rows = []
-    for gkey, sub in cells.groupby(group, dropna=False, sort=False):
+    for gkey, sub, band_tests in groups:
         meta = dict(zip(group, gkey if isinstance(gkey, tuple) else (gkey,), strict=True))
         higher = bool(sub["higher_is_better"].iloc[0])
         per_cell = sub.drop_duplicates(subset=[c for c in [*keys, "metric"] if c in sub])
         results = per_cell["cell_result"].tolist()
         n_cells = len(results)
-        band_tests = {lab: _band_test(sub, lab, threshold) for lab in labels[1:]
-                      if (sub["run"] == lab).any() and (sub["run"] == base).any()}
         ratios = {lab: (band_tests[lab].ratio if lab in band_tests else
                         (1.0 if lab == base and (sub["run"] == base).any() else math.nan))
                   for lab in labels}
@@ -323,7 +367,8 @@ def _bands(cells: pd.DataFrame, keys: list[str], labels: list[str], threshold: f
                **{f"ratio[{lab}]": ratios[lab] for lab in labels}}
         for lab, test in band_tests.items():
             row.update({f"ci_low[{lab}]": test.ci_low, f"ci_high[{lab}]": test.ci_high,
-                        f"p[{lab}]": test.p_value, f"decision[{lab}]": test.decision,
+                        f"p[{lab}]": test.p_value, f"q[{lab}]": test.q_value,
+                        f"decision[{lab}]": test.decision,
                         f"n[{lab}]": test.n_other, f"n_base[{lab}]": test.n_baseline})
         rows.append(row)
     return pd.DataFrame(rows)

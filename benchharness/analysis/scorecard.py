@@ -12,7 +12,8 @@ than ``projection.WIDE_FACTOR`` is said as "too wide to decide: repeat=N would n
 (``projection.too_wide``, the one home of that rule), not printed as figures.
 
 Which run is best: for a measured figure, the best median when a Welch test on logs
-(``stats.ratio_test``) finds it different from, and better than, every other run; for a health
+(``stats.ratio_test``, every row's tests judged as one family: ``stats.judge_together``) finds it
+different from, and better than, every other run; for a health
 count (``count=True``), the lowest worst-case value with the best verdict, when no other run
 ties it. A run with no figure never wins a row: a driver that exposes fewer counters does not
 look healthier.
@@ -140,11 +141,28 @@ def _cell(run: str, crit: Criterion, got: Figure | Absent) -> Cell:
                 high if high is not None and math.isfinite(high) else None, interval, n, got.verdict, got.source)
 
 
-def _best_measure(crit: Criterion, present: Mapping[str, Figure], cells: Mapping[str, Cell],
-                  threshold: float) -> tuple[str | None, str]:
-    """The best median when different from and better than every other run (Welch on logs)."""
+def _measure_tests(crit: Criterion, present: Mapping[str, Figure], cells: Mapping[str, Cell],
+                   threshold: float) -> list[stats.RatioTest]:
+    """Every other run's samples against the best median's (Welch on logs); none where a
+    projection's own intervals decide or only one run measured it."""
+    if len(present) < 2 or any(f.value is not None for f in present.values()):
+        return []
+    best = _best_median(crit, present, cells)
+    return [stats.ratio_test(present[o].values, present[best].values, threshold=threshold)
+            for o in present if o != best]
+
+
+def _best_median(crit: Criterion, present: Mapping[str, Figure], cells: Mapping[str, Cell]) -> str:
     pick = max if crit.higher_is_better else min
-    best = pick(present, key=lambda lab: cells[lab].value or 0.0)
+    return pick(present, key=lambda lab: cells[lab].value or 0.0)
+
+
+def _best_measure(crit: Criterion, present: Mapping[str, Figure], cells: Mapping[str, Cell],
+                  threshold: float, tests: Sequence[stats.RatioTest]) -> tuple[str | None, str]:
+    """The best median when different from and better than every other run (``tests``: theirs
+    against it, judged with the scorecard's other criteria as one family)."""
+    pick = max if crit.higher_is_better else min
+    best = _best_median(crit, present, cells)
     if len(present) == 1:
         return best, f"only {best} measured it"
     if any(f.value is not None for f in present.values()):  # projections: their own intervals
@@ -161,7 +179,6 @@ def _best_measure(crit: Criterion, present: Mapping[str, Figure], cells: Mapping
                     for o in present if o != best)
         return (best, f"{best} best") if apart else (None, "intervals overlap: not decided")
     others = [lab for lab in present if lab != best]
-    tests = [stats.ratio_test(present[o].values, present[best].values, threshold=threshold) for o in others]
     undecided = [t for t in tests if t.decision == "undecided"]
     if undecided:
         wide = next((c.interval for c in cells.values() if c.interval.startswith("too wide")), "")
@@ -197,19 +214,25 @@ def score(labels: Sequence[str], criteria: Sequence[Criterion],
           threshold: float = stats.EQUIVALENCE) -> list[Row]:
     """The scorecard's rows: one per criterion, a cell per run in ``labels`` order.
     ``evidence[criterion key][run label]``; a run missing there is "not measured"."""
-    rows = []
+    staged = []
     for crit in criteria:
         mine = evidence.get(crit.key, {})
         got = {lab: mine.get(lab, Absent()) for lab in labels}
         cells = {lab: _cell(lab, crit, g) for lab, g in got.items()}
         present = {lab: g for lab, g in got.items() if isinstance(g, Figure) and cells[lab].value is not None}
+        tests = _measure_tests(crit, present, cells, threshold) if present and not crit.count else []
+        staged.append((crit, cells, present, tests))
+    # every criterion's tests are claims of one scorecard: decided as one family
+    judged = iter(stats.judge_together([t for *_, tests in staged for t in tests], threshold=threshold))
+    rows = []
+    for crit, cells, present, tests in staged:
         if not present:
             reasons = sorted({c.text for c in cells.values()})
             best, decision = None, "; ".join(reasons)
         elif crit.count:
             best, decision = _best_count(crit, present, cells)
         else:
-            best, decision = _best_measure(crit, present, cells, threshold)
+            best, decision = _best_measure(crit, present, cells, threshold, [next(judged) for _ in tests])
         out = tuple(Cell(**{**vars(cells[lab]), "best": lab == best}) for lab in labels)
         rows.append(Row(crit.key, crit.title, crit.unit, crit.higher_is_better, out, best, decision))
     return rows

@@ -12,13 +12,18 @@ ratio of geometric means, and its t-interval is a 95 % interval of the ratio. Un
 Mann-Whitney U test this harness used before (exact U cannot go below p = 0.1 with three
 repetitions per side), it has power at the 2-5 repetitions benchmarks use. A practical threshold (default 2 %)
 turns tiny but significant differences into "equivalent". scipy gives the t distribution.
+
+A comparison makes many such tests at once (every size, metric and run), and at alpha = 0.05 one
+in twenty of them would call two identical setups "different". ``judge_together`` holds the false
+discovery rate of a family of tests at alpha (Benjamini-Hochberg): each test keeps its own p-value
+and interval, and is "different" only where its q-value (the adjusted p) is below alpha.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
@@ -27,7 +32,8 @@ ALPHA = 0.05
 MIN_REPS = 2  # fewer samples than this per side: never claim a difference
 EQUIVALENCE = 0.02
 """Practical threshold: ratios within 1/(1+t) .. 1+t are "equivalent", however small the p."""
-METHOD = "Welch t-test on log values (95% interval of the ratio of geometric means)"
+METHOD = ("Welch t-test on log values (95% interval of the ratio of geometric means); "
+          "different where the Benjamini-Hochberg q < 0.05 over all of a comparison's cells (and over its bands)")
 
 
 @lru_cache(maxsize=4096)
@@ -136,6 +142,8 @@ class RatioTest:
     log_diff: float = math.nan
     log_se: float = math.nan
     df: float = math.nan
+    #: the p-value adjusted for the family it was judged in (``judge_together``); NaN: alone
+    q_value: float = math.nan
 
     @property
     def significant(self) -> bool:
@@ -214,6 +222,47 @@ def ratio_test(baseline: Sequence[float], other: Sequence[float], alpha: float =
     decision, reason = _decide(n_a, n_b, ratio, low, high, p, alpha, threshold)
     return RatioTest(n_a, n_b, ratio, low, high, p, decision, reason,
                      diff if logs else math.nan, se if logs else math.nan, df)
+
+
+def bh_adjust(p_values: Sequence[float]) -> list[float]:
+    """Benjamini-Hochberg q-values of ``p_values`` (scipy's ``false_discovery_control``); NaN
+    stays NaN and is not counted in the family."""
+    from scipy.stats import false_discovery_control
+
+    finite = [i for i, p in enumerate(p_values) if math.isfinite(p)]
+    q = [math.nan] * len(p_values)
+    if finite:
+        for i, value in zip(finite, false_discovery_control([p_values[i] for i in finite], method="bh"),
+                            strict=True):
+            q[i] = float(value)
+    return q
+
+
+def judge_together(tests: Sequence[RatioTest], alpha: float = ALPHA,
+                   threshold: float = EQUIVALENCE) -> list[RatioTest]:
+    """The same tests decided as one family: "different" needs q < alpha (``bh_adjust``)."""
+    return [rejudge(t, q, alpha, threshold) for t, q in zip(tests, bh_adjust([t.p_value for t in tests]),
+                                                                strict=True)]
+
+
+def rejudge(test: RatioTest, q: float, alpha: float = ALPHA, threshold: float = EQUIVALENCE) -> RatioTest:
+    """``test`` decided by its family's q-value instead of its own p-value.
+
+    Interval, ratio and p-value stay as they are; a test that an interval within the threshold
+    made "equivalent" stays so; a difference that is significant alone but not in the family
+    becomes undecided (more repetitions would decide it)."""
+    if not math.isfinite(q):
+        return test
+    if math.isfinite(test.ci_low) and math.isfinite(test.ci_high):
+        decision, reason = _decide(test.n_baseline, test.n_other, test.ratio, test.ci_low, test.ci_high,
+                                   q, alpha, threshold)
+    elif q < alpha:  # raw values around a zero baseline: no interval, the test alone decides
+        decision, reason = "different", "different"
+    elif test.decision == "different":
+        decision, reason = "undecided", f"not enough repetitions to decide (n = {test.n_other} vs {test.n_baseline})"
+    else:
+        decision, reason = test.decision, test.reason
+    return replace(test, decision=decision, reason=reason, q_value=q)
 
 
 def combine(tests: Sequence[RatioTest], alpha: float = ALPHA,

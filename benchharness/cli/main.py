@@ -495,8 +495,9 @@ def build_parser() -> argparse.ArgumentParser:
     add("compare", cmd_compare, "compare runs side by side (the first is the baseline): medians, 95%% CIs, "
         "ratios with 95%% intervals, plain verdicts",
         "arguments: RUN_A RUN_B [RUN ...] [out=FILE] [format=html|json|md|csv] [equivalence=2%%]\n\n"
-        "Welch t-test on log values per cell and size band; differences within equivalence= (default\n"
-        "2%%) are 'equivalent'; too few repetitions say 'not enough repetitions to decide'.\n\n"
+        "Welch t-test on log values per cell and size band, 'different' where the Benjamini-Hochberg\n"
+        "q < 0.05 over all cells (a comparison tests many at once); differences within equivalence=\n"
+        "(default 2%%) are 'equivalent'; too few repetitions say 'not enough repetitions to decide'.\n\n"
         "example:\n  bench compare 20261130-nic-a 20261130-nic-b out=vendor-a-vs-b.html"
         ).add_argument("runs", nargs="+", metavar="RUN")
     p = add("parse", cmd_parse, "parse a saved tool or command output and print its records as JSON",

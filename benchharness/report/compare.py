@@ -161,7 +161,7 @@ def _table(comp: Comparison, cells: pd.DataFrame, show: list[str]) -> dict[str, 
     for lab in labels:
         headers += [f"{lab}: median", "95% CI", "cv", "n"]
         if lab != comp.baseline:
-            headers += ["ratio", "p"]
+            headers += ["ratio", "p", "q"]
     headers.append("result")
     rows = []
     grouped = cells.groupby(group, dropna=False, sort=True) if group else [((), cells)]
@@ -172,14 +172,15 @@ def _table(comp: Comparison, cells: pd.DataFrame, show: list[str]) -> dict[str, 
         for lab in labels:
             r = per_run.get(lab)
             if r is None:
-                row += [("–", "")] * (4 if lab == comp.baseline else 6)
+                row += [("–", "")] * (4 if lab == comp.baseline else 7)
                 continue
             row += [(charts.fmt(r["median"]), _sort(r["median"])),
                     (f"{charts.fmt(r['ci95_low'])} – {charts.fmt(r['ci95_high'])}", _sort(r["ci95_low"])),
                     (_pct(r["cv"]), _sort(r["cv"])), (str(r["n"]), str(r["n"]))]
             if lab != comp.baseline:
                 row += [(f"×{r['ratio']:.3f}" if _finite(r["ratio"]) else "–", _sort(r["ratio"])),
-                        (f"{r['p_value']:.3g}" if _finite(r["p_value"]) else "–", _sort(r["p_value"]))]
+                        (f"{r['p_value']:.3g}" if _finite(r["p_value"]) else "–", _sort(r["p_value"])),
+                        (f"{r['q_value']:.3g}" if _finite(r.get("q_value")) else "–", _sort(r.get("q_value")))]
         first = next(iter(per_run.values()))
         result = first["cell_result"]
         if first["winner"] and _finite(first["winner_margin"]):

@@ -103,7 +103,7 @@ def scorecard_markdown(rows: Sequence[scorecard.Row], labels: Sequence[str]) -> 
 def _multi(runs: list[RunDir], threshold: float | None = None, workload: Workload | None = None) -> str:
     comp = _compare(runs, threshold, workload)
     lines = [f"# Comparison: {' vs '.join(_md(lab) for lab in comp.labels)}", "",
-             f"Baseline: **{_md(comp.baseline)}**. {stats.METHOD}, p < 0.05; within "
+             f"Baseline: **{_md(comp.baseline)}**. {stats.METHOD}; within "
              f"{comp.threshold * 100:g}% is equivalent.", "",
              *(f"- {_md(s['text'])}" for s in comp.statements), ""]
     if comp.scorecard:

@@ -47,3 +47,9 @@ def tool_facts() -> dict[str, ToolFacts]:
         for facts in getattr(adapter, "requirements", ()):
             found.setdefault(facts.name, facts)
     return found
+
+
+def restated_metrics() -> dict[str, frozenset[str]]:
+    """Per tool name, the metrics its records repeat from other fields (``restated_metrics``)."""
+    return {name: frozenset(getattr(adapter, "restated_metrics", ()))
+            for name, adapter in registry().items() if getattr(adapter, "restated_metrics", ())}

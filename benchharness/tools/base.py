@@ -65,6 +65,10 @@ class ToolAdapter(Protocol):
     patterns: Sequence[str]
     #: The programs it runs on hosts (``ToolFacts``): versions, minimums, packages.
     requirements: Sequence[ToolFacts]
+    #: Optional: metrics its records repeat from other fields (a figure restated under a second
+    #: name, or a count that is a rate times a fixed duration). A comparison leaves them out so
+    #: that one measured fact is not judged, and counted as evidence, twice.
+    #: restated_metrics: frozenset[str]
 
     def check_params(self, params: Mapping[str, Any]) -> None:
         """Raise ValueError naming the parameter when a value is wrong for this tool."""

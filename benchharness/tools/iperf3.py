@@ -80,6 +80,9 @@ class Iperf3Adapter:
     }
     patterns: Sequence[str] = (*_PAIR_PATTERNS, "one-to-many", "incast", "all-to-all")
     requirements: Sequence[ToolFacts] = (IPERF3, NUMACTL)
+    # sender_cpu_pct is cpu_local_pct or cpu_remote_pct (whichever end sent); byte and packet
+    # counts are the rates times the fixed duration; lost_packets is loss_pct of packets
+    restated_metrics = frozenset({"sender_cpu_pct", "bytes", "bytes_sent", "packets", "lost_packets"})
 
     # ------------------------------------------------------------------ parameters
 
