@@ -12,9 +12,17 @@ import re
 from typing import Any
 
 from benchharness.core.pcie import gen_of
-from benchharness.telemetry.parsers._common import clean_text, pcie_speed_gts
+from benchharness.telemetry.parsers._common import pcie_speed_gts, undecorate
 
-_HEADER = re.compile(r"^((?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+(.+?):\s+(.*)$")
+# A device header: ``BDF class: name``. The domain is printed with at least 4 hex digits (a VMD
+# domain has 5: ``10006:0a:00.0``); ``-P``/``-PP`` print the path of bridges before it
+# (``16:01.0/17:00.0``, ``16:01.0/00.0``).
+_BDF = r"(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]"
+_HEADER = re.compile(rf"^({_BDF}(?:/(?:[0-9a-fA-F]{{2}}:)?[0-9a-fA-F]{{2}}\.[0-7])*)\s+(.+?):\s+(.*)$")
+# Debian's reportbug / installation-report hardware summary prefixes each line with the command.
+_PREFIX = re.compile(r"^lspci(?:\s+-[\w-]+)*:\s?")
+#: DevSta error bits (pciutils >= 3.6 names, older ``UncorrErr`` / ``UnsuppReq`` spellings too).
+_DEVSTA_ERRORS = ("CorrErr", "NonFatalErr", "UncorrErr", "FatalErr", "UnsupReq", "UnsuppReq")
 _SPEED = re.compile(r"Speed\s+([0-9.]+GT/s|unknown)(?:\s*\(([^)]*)\))?", re.IGNORECASE)
 _WIDTH = re.compile(r"Width\s+x(\d+)(?:\s*\(([^)]*)\))?")
 
@@ -37,6 +45,18 @@ def _link(line: str) -> dict[str, Any]:
 def parse_device(address: str | None, desc: tuple[str | None, str | None], body: list[str]) -> dict[str, Any]:
     """One device block of ``lspci -vvv`` (header already split off)."""
     dev: dict[str, Any] = {"address": address, "class": desc[0], "name": desc[1]}
+    # lspci -nn: the class code after the class, [vendor:device] after the name
+    m = re.fullmatch(r"(.*?)\s*\[([0-9a-fA-F]{4})\]", desc[0] or "")
+    if m:
+        dev["class"], dev["class_id"] = m.group(1), m.group(2).lower()
+    ids = list(re.finditer(r"\s*\[([0-9a-fA-F]{4}):([0-9a-fA-F]{4})\]", desc[1] or ""))
+    if ids:
+        last = ids[-1]
+        dev["name"] = (desc[1] or "")[:last.start()] + (desc[1] or "")[last.end():]
+        dev["vendor_id"], dev["device_id"] = last.group(1).lower(), last.group(2).lower()
+    if address and "/" in address:  # lspci -P / -PP: the path of bridges, then the device
+        dev["path"], tail = address, address.rsplit("/", 1)[1]
+        dev["address"] = tail if ":" in tail else address
     text = "\n".join(body)
     m = re.search(r"NUMA node:\s*(-?\d+)", text)
     dev["numa_node"] = int(m.group(1)) if m else None
@@ -50,6 +70,10 @@ def parse_device(address: str | None, desc: tuple[str | None, str | None], body:
     dev["link_cap"] = _link(cap.group(1)) if cap else None
     dev["link_sta"] = _link(sta.group(1)) if sta else None
     dev["downgraded"] = _downgraded(dev["link_cap"], dev["link_sta"])
+    m = re.search(r"\bDevSta:\s*(.*)", text)
+    if m:  # error bits the device has latched since they were last cleared
+        flags = dict(re.findall(r"\b(\w+)([+-])(?=\s|$)", m.group(1)))
+        dev["dev_sta_errors"] = [name for name in _DEVSTA_ERRORS if flags.get(name) == "+"]
     # present only when printed (lspci -k, the SR-IOV capability): absent is not "none"
     m = re.search(r"Kernel driver in use:\s*(\S+)", text)
     if m:
@@ -110,7 +134,7 @@ def parse_lspci(text: str) -> list[dict[str, Any]]:
     devices: list[dict[str, Any]] = []
     current: tuple[str, tuple[str, str]] | None = None
     body: list[str] = []
-    lines = clean_text(text).splitlines()
+    lines = [_PREFIX.sub("", line) for line in undecorate(text).split("\n")]
     if not any(_HEADER.match(ln) and not ln[:1].isspace() for ln in lines):
         return _headerless(lines)
     for line in lines:
@@ -133,4 +157,9 @@ def device_of(text: str) -> dict[str, Any] | None:
 
 
 PARSERS = {"lspci": parse_lspci}
-READS = {"lspci": "lspci [-vvv] [-k] [-s BDF] (pciutils 3.x; grep excerpts of LnkCap/LnkSta/DevCtl lines too)"}
+READS = {"lspci": "lspci [-v|-vv|-vvv] [-k] [-nn] [-D] [-P|-PP] [-s BDF] [-d VEN:DEV] (pciutils 3.x, with and "
+                  "without 3.11's (ok)/(downgraded) notes; five-digit VMD domains): LnkCap/LnkSta speed, width, "
+                  "downgraded, DevCap/DevCtl MaxPayload and MaxReadReq, DevSta error bits, NUMA node, kernel "
+                  "driver and modules, SR-IOV VFs, -nn class and vendor:device codes; grep excerpts of "
+                  "LnkCap/LnkSta/DevSta/DevCtl lines without device headers, '> '-quoted mail copies, Debian "
+                  "reports' 'lspci -knn: ' line prefixes"}

@@ -12,13 +12,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from benchharness.telemetry.parsers._common import undecorate
+
 #: ACS control register bits (PCIe base specification, 7.7.8.3), by lspci's names.
 ACS_BITS = {"SrcValid": 0x01, "TransBlk": 0x02, "ReqRedir": 0x04, "CmpltRedir": 0x08,
             "UpstreamFwd": 0x10, "EgressCtrl": 0x20, "DirectTrans": 0x40}
 #: Bits that send peer-to-peer requests or completions up to the root complex.
 REDIRECT = ("ReqRedir", "CmpltRedir")
 
-_DEVICE = re.compile(r"^((?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+\S")
+_DEVICE = re.compile(r"^(?:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]/)*((?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+\S")
 _CTL = re.compile(r"^\s*ACSCtl:\s*(.*)$")
 _FLAG = re.compile(r"(\w+)([+-])")
 
@@ -49,7 +51,7 @@ def parse_lspci_acs(text: str) -> dict[str, Any]:
     devices: dict[str, dict[str, bool]] = {}
     orphans: list[dict[str, bool]] = []
     current: str | None = None
-    for line in text.splitlines():
+    for line in undecorate(text).split("\n"):
         head = _DEVICE.match(line)
         if head:
             current = head.group(1).lower()
@@ -65,3 +67,10 @@ def parse_lspci_acs(text: str) -> dict[str, Any]:
 
 
 PARSERS = {"lspci-acs": parse_lspci_acs, "setpci-acs": parse_setpci_acs}
+READS = {
+    "lspci-acs": "lspci -vvv [-s BDF] (pciutils 3.x): each device's ACSCtl: line (SrcValid ReqRedir CmpltRedir "
+                 "UpstreamFwd EgressCtrl DirectTrans as +/-) by BDF; ACSCtl lines before any header (a cut or "
+                 "grepped listing) kept as unattributed; '> '-quoted copies",
+    "setpci-acs": "setpci -s BDF ECAP_ACS+0x6.w (pciutils 3.x): the 16-bit ACS control word in hex, decoded by "
+                  "lspci's bit names",
+}
