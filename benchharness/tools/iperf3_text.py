@@ -7,7 +7,8 @@ Layouts read, as ``iperf_locale.c`` prints them from 3.0 to 3.17:
   flow, ``[RX-C]`` / ``[TX-S]`` the server -> client one, each with its own streams, ``[SUM]``
   lines and sender/receiver summary, so a bidirectional text gives a forward and a reverse
   summary as its ``-J`` document does; the rate column is ``Bandwidth`` before 3.2 and
-  ``Bitrate`` after; TCP senders add ``Retr`` (and ``Cwnd`` in intervals); UDP receivers add
+  ``Bitrate`` after, in ``Mbits/sec`` (``-f k|m|g|t`` and the default) or ``MBytes/sec``
+  (``-f K|M|G|T``: 1024-based, like the transfer column); TCP senders add ``Retr`` (and ``Cwnd`` in intervals); UDP receivers add
   ``Jitter`` and ``Lost/Total Datagrams``, UDP senders ``Total Datagrams``;
 - the summary after the ``- - -`` line: ``sender`` / ``receiver`` labels since 3.1, none in 3.0
   (``Test Complete. Summary Results:``) and on old UDP clients;
@@ -35,7 +36,7 @@ _LINE = re.compile(
     r"^\s*\[\s*(?P<id>\d+|SUM)\](?:\[(?P<role>[A-Z]+-[A-Z])\])?\s+"
     r"(?P<start>\d+(?:\.\d+)?)-\s*(?P<end>\d+(?:\.\d+)?)\s*sec\s+"
     r"(?P<xfer>\d+(?:\.\d+)?)\s*(?P<xunit>[KMGT]?)Bytes\s+"
-    r"(?P<rate>\d+(?:\.\d+)?)\s*(?P<runit>[KMGT]?)bits/sec"
+    r"(?P<rate>\d+(?:\.\d+)?)\s*(?P<runit>[KMGT]?)(?P<rkind>bits|Bytes)/sec"
     r"(?P<rest>.*)$")
 _UDP_RX = re.compile(r"^\s*(?P<jitter>\d+(?:\.\d+)?)\s*ms\s+(?P<lost>-?\d+)/\s*(?P<total>\d+)\s*"
                      r"\((?P<pct>-?[\d.e+-]+)(?:%|&#37;)\)")
@@ -63,11 +64,19 @@ def _blocks(lines: list[str]) -> list[list[str]]:
     return [b for b in blocks if any(_LINE.match(x) for x in b)]
 
 
+def _rate_gbps(rate: float, prefix: str, kind: str) -> float:
+    """Gbit/s of a rate column: ``Mbits/sec`` (decimal prefixes) or, under ``-f K|M|G|T``,
+    ``MBytes/sec`` (binary prefixes, as ``unit_snprintf`` in iperf3's ``units.c`` divides)."""
+    if kind == "Bytes":
+        return rate * _BYTES[prefix] * 8 / 1e9
+    return rate * _BITS[prefix] / 1e9
+
+
 def _row(m: re.Match[str]) -> Record:
     start, end = float(m["start"]), float(m["end"])
     rec: Record = {"stream": m["id"], "role": m["role"], "t_start_s": start, "t_end_s": end, "duration_s": round(end - start, 6),
                    "bytes": round(float(m["xfer"]) * _BYTES[m["xunit"]]),
-                   "bw_avg_gbps": float(m["rate"]) * _BITS[m["runit"]] / 1e9}
+                   "bw_avg_gbps": _rate_gbps(float(m["rate"]), m["runit"], m["rkind"])}
     rest = m["rest"]
     label = _LABEL.search(rest)
     if label:
