@@ -7,6 +7,7 @@ sysfs (``telemetry/rails.py``).
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -86,19 +87,60 @@ def parse_rocm_smi_temp(text: str) -> list[dict[str, Any]]:
     return out
 
 
-_ROCM_POWER = re.compile(r"^(?:GPU\[(\d+)\]\s*:\s*)?((?:Average|Current|Max)[\w ]*? Power)\s*\(W\):\s*([-\d.]+)")
+_ROCM_POWER = re.compile(r"^(?:GPU\[(\d+)\]\s*:\s*)?((?:Average|Current|Max)[\w ]*? Power)\s*\(W\):\s*(.*?)\s*$")
+_ROCM_POWER_KEY = re.compile(r"^((?:Average|Current|Max)[\w ]*? Power) \(W\)$")
+
+
+def _rocm_power_record(gpu: int | None, label: str, raw: str) -> dict[str, Any] | None:
+    """A power reading; ``N/A (Secondary die)`` (the second GCD of an MI250/MI250X, whose power the
+    primary die's reading includes) is kept with ``secondary_die`` and no figure; other non-numbers
+    (``N/A``, ``Unsupported``) are no reading."""
+    reading = re.sub(r"[^0-9a-z]+", "_", label.lower()).strip("_")
+    value = raw.strip()
+    if re.fullmatch(r"-?\d+(?:\.\d+)?", value):
+        return {"gpu": gpu, "reading": reading, "power_w": float(value)}
+    if "secondary die" in value.lower():
+        return {"gpu": gpu, "reading": reading, "secondary_die": True}
+    return None
+
+
+def _rocm_json(text: str) -> dict[str, Any] | None:
+    """``rocm-smi ... --json``: ``{"card0": {"Label (unit)": "value", ...}, "system": {...}}``; None when
+    the text is not one JSON object (a prompt or banner around it is allowed)."""
+    body = "\n".join(ln for ln in clean_text(text).splitlines() if ln.strip())
+    start = body.find("{")
+    if start < 0 or body[:start].strip().endswith(":"):
+        return None
+    try:
+        data, _ = json.JSONDecoder().raw_decode(body[start:])
+    except json.JSONDecodeError:
+        return None
+    return data if isinstance(data, dict) and any(re.fullmatch(r"card\d+", k) for k in data) else None
 
 
 def parse_rocm_smi_power(text: str) -> list[dict[str, Any]]:
-    """``rocm-smi --showpower`` / ``--showmaxpower`` lines (``Average Graphics Package Power (W)``,
-    ROCm 6's ``Current Socket Graphics Package Power (W)``, ``Max Graphics Package Power (W)``)."""
+    """``rocm-smi --showpower`` (``-P``) / ``--showmaxpower`` lines or their ``--json`` keys: ROCm 5's
+    ``Average Graphics Package Power (W)``, ROCm 6's ``Current Socket Graphics Package Power (W)``,
+    ``Max Graphics Package Power (W)`` (the cap); ``gpu`` from ``GPU[N]`` / ``cardN`` (None without
+    a prefix). A secondary die's ``N/A (Secondary die)`` gives ``secondary_die`` and no figure."""
+    data = _rocm_json(text)
     out: list[dict[str, Any]] = []
+    if data is not None:
+        for card, values in data.items():
+            m = re.fullmatch(r"card(\d+)", card)
+            if not m or not isinstance(values, dict):
+                continue
+            for key, raw in values.items():
+                label = _ROCM_POWER_KEY.match(str(key))
+                record = _rocm_power_record(int(m.group(1)), label.group(1), str(raw)) if label else None
+                if record:
+                    out.append(record)
+        return out
     for line in clean_text(text).splitlines():
         m = _ROCM_POWER.match(line.strip())
-        if m and to_float(m.group(3)) is not None:
-            out.append({"gpu": to_int(m.group(1)) if m.group(1) else None,
-                        "reading": re.sub(r"[^0-9a-z]+", "_", m.group(2).lower()).strip("_"),
-                        "power_w": to_float(m.group(3))})
+        record = _rocm_power_record(to_int(m.group(1)) if m.group(1) else None, m.group(2), m.group(3)) if m else None
+        if record:
+            out.append(record)
     return out
 
 
@@ -186,6 +228,15 @@ def parse_rocm_smi(text: str) -> dict[str, Any]:
 PARSERS = {"amd-smi-topology": parse_amd_smi_topology, "rocm-smi-topo": parse_rocm_smi_topo,
            "rocm-smi-temp": parse_rocm_smi_temp, "rocm-smi-power": parse_rocm_smi_power,
            "rocm-smi": parse_rocm_smi}
-READS = {"rocm-smi": "rocm-smi (Concise Info table) [--showtemp] [--showpower] [--showtopo|--showtoponuma] (ROCm 5.x-6.x): temperatures, "
-                     "package power and topology sections, in one text or apart",
-         "rocm-smi-power": "rocm-smi --showpower / --showmaxpower (ROCm 5.x-6.x)"}
+READS = {"rocm-smi": "rocm-smi (Concise Info table) [--showtemp] [--showpower] [--showtopo|--showtoponuma] (ROCm 5.x-6.x; "
+                     "MI250X GCDs, MI300X, DPX partitions): temperatures, package power and topology sections, in one "
+                     "text or apart",
+         "rocm-smi-power": "rocm-smi --showpower (-P) / --showmaxpower / -a, text or --json (ROCm 5.x-6.x): Average "
+                           "(ROCm 5) or Current Socket (ROCm 6) Graphics Package Power, Max Graphics Package Power, "
+                           "a secondary die's N/A (MI250/MI250X)",
+         "rocm-smi-temp": "rocm-smi --showtemp / -a Temperature section (ROCm 5.x-6.x): edge, junction, memory "
+                          "sensors, with or without the GPU[N] prefix",
+         "rocm-smi-topo": "rocm-smi --showtopo / --showtoponuma (ROCm 5.x-6.x): Weight, Hops, Link Type tables "
+                          "between GPUs, NUMA node and affinity per GPU",
+         "amd-smi-topology": "amd-smi topology (every table, or some: -cndz) (ROCm 6.1-7.x; MI300X): BDF-headed ACCESS, "
+                             "WEIGHT, HOPS, LINK TYPE, NUMA BW, CACHE COHERANCY, ATOMICS, DMA, BI-DIRECTIONAL tables"}

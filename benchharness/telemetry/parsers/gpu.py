@@ -337,3 +337,13 @@ def _amd_gpu(item: dict[str, Any]) -> dict[str, Any]:
 
 
 PARSERS = {"nvidia-smi": parse_nvidia_query, "nvidia-smi-topo": parse_nvidia_topo, "amd-smi": parse_amd_smi}
+READS = {
+    "nvidia-smi": "nvidia-smi --query-gpu=FIELDS --format=csv[,noheader][,nounits] [-l N] (drivers R4xx-R5xx): "
+                  "header with long names and [units], values with or without units, [N/A] / [Not Supported] "
+                  "absent, repeated samples; a '| column -s, -t' table; noheader only with the fields given",
+    "nvidia-smi-topo": "nvidia-smi topo -m / -mp (drivers R4xx-R5xx; DGX-2, A100, H100, B200 and GB200 nodes): "
+                       "GPUn/NICn (or mlx5_N) matrix (X, PIX, PXB, PHB, NODE, SYS, NV#), CPU and NUMA affinity "
+                       "(single node or Grace range lists), GPU NUMA ID, the NIC legend",
+    "amd-smi": "amd-smi static / metric (text GPU: N blocks, or --json: a bare list or {gpu_data: [...]}) and "
+               "amd-smi monitor tables (ROCm 6.0-7.x; MI210, MI300A, MI300X, partitions)",
+}
