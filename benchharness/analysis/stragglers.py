@@ -51,6 +51,8 @@ def report(text: str) -> dict[str, Any]:
 
 
 PARSERS = {"nccl-stragglers": report}
+READS = {"nccl-stragglers": "nccl-tests -I 1 -J FILE (2.20+, per_process_max_times_us of two or more "
+                            "processes): stragglers by rank, host and GPU, and spikes"}
 
 
 #: The check a test's straggler verdicts are filed under (test key ``stragglers: warn|fail``).

@@ -2,8 +2,9 @@
 
 Modules under ``benchharness/tools/``, ``benchharness/telemetry/parsers/`` and
 ``benchharness/analysis/`` (a reading of a tool's output, such as ``nccl-stragglers``) may define a
-module-level ``PARSERS`` dict (name -> function from text to JSON-ready data); tool adapters
-contribute their ``parse_text`` under their own name.
+module-level ``PARSERS`` dict (name -> function from text to JSON-ready data) and a ``READS`` dict
+(name -> the commands and versions it reads, for ``--list``); tool adapters contribute their
+``parse_text`` under their own name, described by their ``reads``.
 """
 
 from __future__ import annotations
@@ -48,6 +49,19 @@ def registry() -> dict[str, Parser]:
     return found
 
 
+def undeclared() -> list[str]:
+    """Parsers that say nothing of what they read (no ``READS`` entry, no adapter ``reads``)."""
+    reads: dict[str, str] = {}
+    for package in ("benchharness.tools", "benchharness.telemetry.parsers", "benchharness.analysis",
+                    "benchharness.telemetry"):
+        _module_parsers(package, reads)
+    from benchharness.tools import registry as tools
+
+    adapters = tools()
+    return sorted(name for name in registry() if name not in reads
+                  and not isinstance(getattr(adapters.get(name), "reads", None), str))
+
+
 @cache
 def describe() -> dict[str, str]:
     """Each parser's name -> the commands and versions it reads (a module's ``READS``), else the
@@ -61,6 +75,9 @@ def describe() -> dict[str, str]:
     out = {}
     adapters = tools()
     for name, fn in sorted(registry().items()):
+        declared: object = getattr(adapters[name], "reads", None) if name in adapters else None
+        if name not in reads and isinstance(declared, str) and declared:  # the adapter's own ``reads``
+            reads[name] = declared
         if name not in reads and name in adapters:
             facts = [f for f in getattr(adapters[name], "requirements", ()) or () if f.name != "numactl"]
             module = importlib.import_module(fn.__module__)

@@ -69,6 +69,9 @@ class ToolAdapter(Protocol):
     #: name, or a count that is a rate times a fixed duration). A comparison leaves them out so
     #: that one measured fact is not judged, and counted as evidence, twice.
     #: restated_metrics: frozenset[str]
+    #: Optional: what its ``parse_text`` reads, for ``bench parse --list`` (commands, versions),
+    #: unless a module's ``READS`` says it.
+    #: reads: str
 
     def check_params(self, params: Mapping[str, Any]) -> None:
         """Raise ValueError naming the parameter when a value is wrong for this tool."""

@@ -95,6 +95,8 @@ class HorovodCollectives:
     name = "horovod"
     framework = "Horovod"  # a row of the compatibility matrix (results/frameworks.py)
     description = "Horovod collectives (allreduce, allgather, alltoall): gloo on CPUs, NCCL/RCCL on GPUs"
+    reads = ("the table benchharness.onhost.horovod_dist prints (nccl-tests' columns, Horovod 0.28+ and "
+             "torch versions in its header), one rank's or all ranks' output")
     params = PARAMS
     patterns = ("group", "scaling")
     requirements: Sequence[ToolFacts] = (HOROVOD,)

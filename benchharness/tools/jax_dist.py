@@ -84,6 +84,8 @@ class JaxCollectives:
     name = "jax"
     framework = "JAX"  # a row of the compatibility matrix (results/frameworks.py)
     description = "JAX multi-process collectives (psum, all_gather, all_to_all): gloo on CPUs, NCCL/RCCL on GPUs"
+    reads = ("the table benchharness.onhost.jax_dist prints (nccl-tests' columns, jax and jaxlib versions in "
+             "its header; jax 0.4+)")
     params = PARAMS
     patterns = ("group", "scaling")
 

@@ -272,6 +272,8 @@ class NcclTests:
         self.requirements: tuple[ToolFacts, ...] = (ToolFacts("rccl" if vendor == "amd" else name), MPIRUN)
         self.description = f"{name}: NCCL-style collectives ({'RCCL, ROCm' if vendor == 'amd' else 'NCCL'}) "\
                            "over mpirun, with NCCL_DEBUG transport checks"
+        self.reads = (f"{name} *_perf tables (2.x: the old error column, #wrong N/A, 2.20+ per-iteration "
+                      "columns), srun -l / --tag-output prefixes, elided rows, NCCL_DEBUG lines")
 
     def check_params(self, params: Mapping[str, Any]) -> None:
         check_collective_params(params)
@@ -408,6 +410,7 @@ class CpuCollective:
 
     name = "mpi-collective"
     description = "CPU collectives over MPI (mpi4py, NumPy), printed as an nccl-tests table"
+    reads = "the nccl-tests table benchharness.onhost.mpi_allreduce prints (Open MPI 4.x-5.x, mpi4py 3.x+)"
     params = PARAMS
     patterns = ("group", "scaling")
     requirements: tuple[ToolFacts, ...] = (MPIRUN,)
@@ -470,6 +473,7 @@ class Collective:
 
     name = "collective"
     description = "collective sweep: rccl-tests on AMD GPUs, nccl-tests on NVIDIA GPUs, MPI CPU benchmark otherwise"
+    reads = "any of their tables: nccl-tests and rccl-tests 2.x output, the MPI CPU benchmark's"
     params = PARAMS
     patterns = ("group", "scaling", "gpu-pairs")  # gpu-pairs needs gpus: never the CPU backend
 

@@ -66,6 +66,8 @@ class TfAllReduce:
     name = "tensorflow"
     framework = "TensorFlow"  # a row of the compatibility matrix (results/frameworks.py)
     description = "TensorFlow MultiWorkerMirroredStrategy all-reduce (RING on CPUs, NCCL on GPUs)"
+    reads = ("the table benchharness.onhost.tf_dist prints (nccl-tests' columns, the tensorflow version and "
+             "communication in its header; TensorFlow 2.x)")
     params = PARAMS
     patterns = ("group", "scaling")
 

@@ -355,6 +355,8 @@ class TorchCollectives:
 
     name = "torch"
     description = "torch.distributed collectives (nccl on GPUs, gloo on CPUs) under torchrun, mpirun or srun"
+    reads = ("the table benchharness.onhost.torch_dist prints (nccl-tests' columns; torch 2.x, backend and "
+             "world size in its header), with or without NCCL_DEBUG lines")
     #: A framework in the compatibility matrix (results/frameworks.py), and the other frameworks'
     #: reference where the run has no nccl-tests on the same hosts.
     framework = "PyTorch"

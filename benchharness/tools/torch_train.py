@@ -78,6 +78,8 @@ class TorchTrain:
 
     name = "torch-train"
     description = "training-step proxies over torch.distributed: DDP, expert all-to-all, pipeline send/recv"
+    reads = ("the step lines benchharness.onhost.torch_train prints: proxy, shape, step_ms, compute_ms, "
+             "exposed_ms, comm_ms (torch 2.x)")
     params = PARAMS
     patterns = ("group", "scaling")
 
