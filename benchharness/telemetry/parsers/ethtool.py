@@ -5,17 +5,23 @@ function), ``-n ... rx-flow-hash`` (the header fields RSS hashes per flow type),
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
 from benchharness.telemetry.parsers._common import clean_text, snake, to_int, undecorate, unreadable
 from benchharness.telemetry.parsers._counter_names import highlights
 
-#: list-valued lines of ``ethtool DEV`` (each may continue on indented lines without a colon); the
-#: FEC mode and link partner lists are passed over (their continuation lines are not link modes)
+#: list-valued lines of ``ethtool DEV`` (each may continue on indented lines without a colon)
 _SETTING_LISTS = {"Supported link modes": "supported_link_modes", "Advertised link modes": "advertised_link_modes",
-                  "Supported FEC modes": None, "Advertised FEC modes": None,
-                  "Link partner advertised link modes": None, "Link partner advertised FEC modes": None}
+                  "Supported FEC modes": "supported_fec_modes", "Advertised FEC modes": "advertised_fec_modes",
+                  "Link partner advertised link modes": "partner_link_modes",
+                  "Link partner advertised FEC modes": "partner_fec_modes"}
+#: ``ethtool --json DEV`` (ethtool 5.10+ over netlink): its keys -> the text form's fields
+_JSON_LISTS = {"supported-link-modes": "supported_link_modes", "advertised-link-modes": "advertised_link_modes",
+               "supported-fec-modes": "supported_fec_modes", "advertised-fec-modes": "advertised_fec_modes",
+               "link-partner-advertised-link-modes": "partner_link_modes",
+               "link-partner-advertised-fec-modes": "partner_fec_modes"}
 _SETTING_KEYS = frozenset({"Speed", "Duplex", "Lanes", "Port", "Auto-negotiation", "Link detected",
                            "Active FEC encoding", "Configured FEC encodings", "Supported ports", "Transceiver"})
 
@@ -28,6 +34,8 @@ def parse_settings(text: str) -> dict[str, Any]:
     A pasted session that shows the port more than once (``grep -A 3 'Speed: '`` before and after an
     ``ethtool -s``) reads as its last show. Text without any settings line is an error naming its
     first line."""
+    if re.search(r"^\s*(?:>\s*)*\[\s*\{", text, re.MULTILINE) and '"ifname"' in text:
+        return _settings_json(text)
     out: dict[str, Any] = {"netdev": None, "supported_link_modes": [], "advertised_link_modes": []}
     text = clean_text(text)
     m = re.search(r"^\s*(?:Settings|FEC parameters) for (\S+?):", text, re.MULTILINE)
@@ -35,22 +43,20 @@ def parse_settings(text: str) -> dict[str, Any]:
         out["netdev"] = m.group(1)
     current_list: str | None = None
     seen = False
-    lists: dict[str, list[str]] = {}
     for line in text.splitlines():
         if ":" not in line:
             if current_list and line.strip() and line[:1].isspace():
-                (out if current_list in out else lists)[current_list].extend(line.split())
+                out[current_list].extend(line.split())
             continue
         key, _, value = line.strip().partition(":")
         key, value = key.strip(), value.strip()
         current_list = None
         if key in _SETTING_LISTS:
             seen = True
-            current_list = _SETTING_LISTS[key] or key
-            target = out if _SETTING_LISTS[key] else lists
-            target[current_list] = []  # a later show replaces an earlier one
+            current_list = _SETTING_LISTS[key]
+            out[current_list] = []  # a later show replaces an earlier one
             if value and value != "Not reported":
-                target[current_list].extend(value.split())
+                out[current_list].extend(value.split())
             continue
         if key in _SETTING_KEYS or key.startswith("FEC encodings"):
             seen = True
@@ -73,6 +79,41 @@ def parse_settings(text: str) -> dict[str, Any]:
     if not seen and text.strip():
         first = next(line for line in text.splitlines() if line.strip())
         raise unreadable(text.splitlines().index(first) + 1, first, "no ethtool link settings line")
+    return out
+
+
+def _settings_json(text: str) -> dict[str, Any]:
+    """``ethtool --json DEV``: a list of one object per device (the last one read). A mail's quote
+    marks, the command line and a ``[sudo] password`` prompt around it are passed over; a string
+    a mail wrapped across lines (``"1000baseT/`` + ``Full"``) is joined again."""
+    lines = undecorate(text).splitlines()
+    start = next(i for i, line in enumerate(lines) if re.match(r"^\s*\[\s*\{", line))
+    end = max((i for i, line in enumerate(lines) if re.search(r"\}\s*\]\s*$", line)), default=len(lines) - 1)
+    body = lines[start:end + 1]
+    try:
+        data = json.loads("\n".join(body))
+    except json.JSONDecodeError:
+        try:  # wrapped lines: newlines only ever stand between tokens or inside a cut string
+            data = json.loads("".join(body))
+        except json.JSONDecodeError as exc:
+            raise unreadable(start + 1, lines[start], f"ethtool --json output that is not JSON ({exc.msg})") from exc
+    dev = data[-1] if isinstance(data, list) and data else data
+    if not isinstance(dev, dict):
+        raise unreadable(start + 1, lines[start], "ethtool --json output without a device object")
+    out: dict[str, Any] = {"netdev": dev.get("ifname"), "supported_link_modes": [], "advertised_link_modes": []}
+    for key, name in _JSON_LISTS.items():
+        if key in dev:
+            out[name] = list(dev[key] or [])
+    speed = dev.get("speed")
+    out["speed_mbps"] = speed if isinstance(speed, int) and 0 < speed < 0xFFFFFFFF else None
+    if "duplex" in dev:
+        duplex = dev["duplex"]
+        out["duplex"] = None if not duplex or str(duplex).startswith("Unknown") else duplex
+    if "lanes" in dev:
+        out["lanes"] = to_int(dev["lanes"])
+    for key, name in (("port", "port"), ("auto-negotiation", "autoneg"), ("link-detected", "link_detected")):
+        if key in dev:
+            out[name] = dev[key]
     return out
 
 
@@ -293,6 +334,29 @@ def parse_rx_flow_hash(text: str) -> dict[str, Any]:
         entry["l4"] = "f" in letters and "n" in letters
     return out
 
+
+READS = {
+    "ethtool": "ethtool DEV (ethtool 4.x-6.x, ioctl or netlink; e1000, virtio, mtk_eth, mlxsw 400G switch ports, phylink): "
+               "speed (Unknown! -> none), lanes, duplex, port, autoneg, link detected, supported / advertised / "
+               "link-partner link and FEC modes (wrapped continuation lines, Not reported), --show-fec lines; "
+               "grep excerpts, prompts, several shows (the last); ethtool --json DEV (5.10+), mail-quoted or wrapped",
+    "ethtool-i": "ethtool -i DEV (mlx5_core and mlx4_en with firmware (PSID), fsl_dpaa2_eth, any driver's key: value form): "
+                 "driver, version, firmware and PSID, bus-info, supports-* flags",
+    "ethtool-S": "ethtool -S DEV (mlx5_core, ice, bnxt_en, bnx2x, ena, gve, ionic, virtio_net ...): every counter, "
+                 "with or without the NIC statistics: header and indentation; per-queue names ([N]: x, rx_0_x, "
+                 "x[N], queue_N_x) kept out of the port-wide highlights (pause / PFC rx_prioN_pause, discards)",
+    "ethtool-k": "ethtool -k DEV (Features for / old Offload parameters for): on/off, [fixed], [requested on]; "
+                 "grep excerpts, mail quotes, Markdown fences",
+    "ethtool-l": "ethtool -l DEV: RX/TX/Other/Combined, pre-set maximums and current (n/a -> none); prompts, quotes",
+    "ethtool-g": "ethtool -g DEV (ethtool 5.x-6.x; e1000e, bnxt_en, idpf, virtio): ring sizes, maximum and current, newer fields (RX Buf Len, "
+                 "CQE Size, TX/RX Push, TCP data split, HDS thresh), grepped lines without their section",
+    "ethtool-c": "ethtool -c DEV: Adaptive RX/TX, CQE mode RX/TX (netlink ethtool 5.13+), every rx-/tx- setting "
+                 "(n/a -> none); blank lines between rows, mail quotes",
+    "ethtool-x": "ethtool -x DEV (i40e, ixgbe, sfc; ice's hash function block): RX flow hash indirection table (rows elided "
+                 "as ... / [...snip...] flagged), rings used, RSS hash key, hash function on/off; several shows (the last)",
+    "ethtool-rx-flow-hash": "ethtool -n|--show-ntuple DEV rx-flow-hash tcp4|udp4|tcp6|udp6|...: the hashed header "
+                            "fields per flow type and their -N letters (sdfn)",
+}
 
 PARSERS = {"ethtool": parse_settings, "ethtool-i": parse_driver_info, "ethtool-S": parse_stats,
            "ethtool-k": parse_features, "ethtool-l": parse_channels, "ethtool-x": parse_rss,

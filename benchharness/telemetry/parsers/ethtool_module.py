@@ -88,4 +88,9 @@ def parse_module(text: str) -> dict[str, Any]:
     return out
 
 
+READS = {"ethtool-m": "ethtool -m|--module-info DEV (ethtool 4.x-6.x): SFP/SFP28 (SFF-8472), QSFP+/QSFP28 "
+                        "(SFF-8636) and QSFP-DD (CMIS 4.0) identity, temperature, voltage, per-lane bias and "
+                        "TX/RX power (mW and dBm, -inf -> none), alarm/warning flags; picked or elided lines, "
+                        "mail-wrapped values, several shows"}
+
 PARSERS = {"ethtool-m": parse_module}

@@ -10,23 +10,42 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-_TRUST = re.compile(r"^\s*Priority trust state:\s*(\S+)", re.MULTILINE)
-_DCBX = re.compile(r"^\s*DCBX mode:\s*(.+?)\s*$", re.MULTILINE)
-_PFC_PRIO = re.compile(r"^\s*priority((?:\s+\d)+)\s*$", re.MULTILINE)
-_PFC_ON = re.compile(r"^\s*enabled((?:\s+[01])+)\s*$", re.MULTILINE)
+from benchharness.telemetry.parsers._common import undecorate
+
+# mlnx_qos prints each on its own line; a page that lost its line breaks runs them together
+# ("Priority trust state: pcpdefault priority:", "PFC configuration:        priority    0 ...")
+_TRUST = re.compile(r"Priority trust state:[ \t]*(?:(dscp|pcp|none)|(\S+))")
+_DCBX = re.compile(r"DCBX mode:[ \t]*(?:(OS controlled|Firmware controlled)|(\S[^\n]*?))[ \t]*(?:\n|$)")
+_PFC_ROWS = re.compile(r"\bpriority((?:[ \t]+\d)+)\s*enabled((?:[ \t]+[01])+)")
 _MAP = re.compile(r"(\d+):(\w+)")
 
 
+def _last_of(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
+    found = list(pattern.finditer(text))
+    return found[-1] if found else None
+
+
 def parse_mlnx_qos(text: str) -> dict[str, Any]:
-    """``{"trust": "dscp"|"pcp"|None, "dcbx": ..., "pfc_enabled": [priorities]}``; ValueError
-    when the text holds no PFC configuration."""
-    prios, enabled = _PFC_PRIO.search(text), _PFC_ON.search(text)
-    if not prios or not enabled:
+    """``{"trust": "dscp"|"pcp"|None, "dcbx": ..., "pfc_enabled": [priorities]}``. A pasted session
+    with several shows (``--trust dscp`` then ``--pfc ...``, each printing the state) reads as its
+    last show. ``Priority trust state: none`` (the device cannot say) is None. ValueError when the
+    text holds no PFC configuration, naming the ``PFC configuration:`` line when its priority /
+    enabled rows are missing."""
+    text = undecorate(text)
+    rows = _last_of(_PFC_ROWS, text)
+    if rows is None:
+        lines = text.splitlines()
+        head = next((i for i, line in enumerate(lines) if "PFC configuration:" in line), None)
+        if head is not None:
+            raise ValueError(f"line {head + 1}: mlnx_qos PFC configuration without its priority/enabled rows: "
+                             f"{lines[head].strip()!r}")
         raise ValueError("no 'PFC configuration' priority/enabled rows in the mlnx_qos output")
-    order = [int(p) for p in prios.group(1).split()]
-    flags = [v == "1" for v in enabled.group(1).split()]
-    trust, dcbx = _TRUST.search(text), _DCBX.search(text)
-    return {"trust": trust.group(1) if trust else None, "dcbx": dcbx.group(1) if dcbx else None,
+    order = [int(p) for p in rows.group(1).split()]
+    flags = [v == "1" for v in rows.group(2).split()]
+    trust, dcbx = _last_of(_TRUST, text), _last_of(_DCBX, text)
+    trust_value = (trust.group(1) or trust.group(2)) if trust else None
+    return {"trust": None if trust_value in (None, "none") else trust_value,
+            "dcbx": (dcbx.group(1) or dcbx.group(2)) if dcbx else None,
             "pfc_enabled": sorted(p for p, on in zip(order, flags, strict=False) if on)}
 
 
@@ -74,5 +93,13 @@ def ecn_from_sysfs(files: Mapping[str, str]) -> dict[str, list[int]]:
             out[found.group(1)].append(int(found.group(2)))
     return {k: sorted(v) for k, v in out.items()}
 
+
+READS = {
+    "mlnx_qos": "mlnx_qos -i DEV [--trust|--pfc ...] (MLNX_OFED 4.x / mlnx-tools, ConnectX mlx5): trust "
+                "(pcp/dscp), DCBX mode, PFC enabled priorities; excerpts "
+                "without trust/DCBX lines, set -x traces with several shows (the last)",
+    "dcb-pfc": "dcb [-s] pfc show dev DEV (iproute2 5.11+): pfc-cap, prio-pfc (pg-pfc of the first patch), delay, "
+               "requests/indications per priority; sessions with dcb pfc set between shows (the last)",
+}
 
 PARSERS = {"mlnx_qos": parse_mlnx_qos, "dcb-pfc": parse_dcb_pfc}
