@@ -77,3 +77,7 @@ def _parse_file(lines: list[str]) -> dict[str, Any]:
 
 
 PARSERS = {"aer": parse_aer}
+READS = {"aer": "cat /sys/bus/pci/devices/<BDF>/aer_dev_correctable | aer_dev_nonfatal | aer_dev_fatal (kernel "
+                "4.19+; 'NAME VALUE' lines and TOTAL_ERR_COR / TOTAL_ERR_NONFATAL / TOTAL_ERR_FATAL), and "
+                "'grep . .../aer_dev_*' pastes (path-prefixed lines, several devices and files, cut before the "
+                "TOTAL line)"}

@@ -8,6 +8,16 @@ from typing import Any
 from benchharness.telemetry.parsers._common import undecorate, unreadable
 
 
+def _cpus(text: str) -> list[int]:
+    """``0 1 2 3`` as numactl prints them, or a CPU list of ranges (``0-95,192-287``)."""
+    out: list[int] = []
+    for part in re.split(r"[\s,]+", text.strip()):
+        if part:
+            low, _, high = part.partition("-")
+            out.extend(range(int(low), int(high or low) + 1))
+    return out
+
+
 def parse_numactl(text: str) -> dict[str, Any]:
     """Nodes (a node without CPUs, e.g. CXL or HBM memory, has ``cpus: []``) and ``distances``.
 
@@ -33,9 +43,9 @@ def parse_numactl(text: str) -> dict[str, Any]:
         if m:
             node = nodes.setdefault(int(m.group(1)), {"node": int(m.group(1)), "cpus": []})
             if m.group(2) == "cpus":
-                if not re.fullmatch(r"[\d\s]*", m.group(3)):
+                if not re.fullmatch(r"[\d\s]*|\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*\s*", m.group(3)):
                     raise unreadable(line_no, line, "CPU numbers expected")
-                node["cpus"] = [int(c) for c in m.group(3).split()]
+                node["cpus"] = _cpus(m.group(3))
                 wrapped = node
             else:
                 mb = re.match(r"(\d+)\s*MB", m.group(3))
@@ -65,3 +75,6 @@ def parse_numactl(text: str) -> dict[str, Any]:
 
 
 PARSERS = {"numactl": parse_numactl}
+READS = {"numactl": "numactl -H / --hardware (numactl 2.x): 'available: N nodes', per node cpus, size and free MB "
+                    "(CPU-less CXL / HBM memory nodes as cpus []), the node distances matrix; 2 to 8+ nodes, "
+                    "cpus lists a mail or terminal wrapped, prompts and '> ' quotes"}

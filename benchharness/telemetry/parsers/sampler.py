@@ -211,3 +211,13 @@ def parse_sampler_output(text: str) -> list[dict[str, Any]]:
 
 
 PARSERS = {"sampler": parse_sampler_output, "counters-snapshot": parse_snapshot}
+READS = {
+    "sampler": "the harness's own onhost/sampler.py output (JSON lines: one per interval, with cpu, net, "
+               "counters; a stored telemetry/samples/<step>/<host>.jsonl): every complete interval line as "
+               "written, a line cut short skipped",
+    "counters-snapshot": "a sampler --snapshot JSON document, or pasted counter listings in one text: ethtool -S "
+                         "(any driver; [N]: / rxq0: per-queue names), rdma statistic show, perfquery [-x], "
+                         "show_counters and grep . of /sys/class/infiniband/*/ports/*/(hw_)counters, "
+                         "/sys/class/net/*/statistics, netstat -s / nstat -> '<source>:<device>:<counter>' "
+                         "names the health verdicts read",
+}
