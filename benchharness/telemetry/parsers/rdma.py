@@ -8,22 +8,39 @@ from typing import Any
 
 from benchharness.telemetry.parsers._common import clean_text, to_float, to_int, undecorate, unreadable
 
+#: A node's header: ``CA 'mlx5_0'`` (``Switch``, ``Router``, ``iWARP RNIC`` for other node types,
+#: infiniband-diags ibstat.c ``ca_dump``), or ``CA: 'mlx4_0'`` before the one port of ``ibstat CA PORT``,
+#: whose lines are not indented.
+_IBSTAT_NODE = re.compile(r"^(?P<type>CA|Switch|Router|iWARP RNIC)(?P<alone>:)? '(?P<name>[^']+)'")  # a paste may annotate it
+_IBSTAT_CA_KEYS = {"Number of ports": "num_ports", "Firmware version": "fw_ver", "Hardware version": "hw_ver",
+                   "Node GUID": "node_guid", "System image GUID": "sys_image_guid"}
+_IBSTAT_PORT_KEYS = {"State": "state", "Physical state": "phys_state", "Rate": "rate_gbps",
+                     "Effective speed": "effective_speed_gbps", "Base lid": "lid", "LMC": "lmc",
+                     "SM lid": "sm_lid", "Port GUID": "port_guid", "Link layer": "link_layer",
+                     "Capability mask": "capability_mask"}
+
 
 def parse_ibstat(text: str) -> list[dict[str, Any]]:
-    """``ibstat``: CAs with type, firmware, GUIDs and ports (state, physical state, rate Gb/s, lid)."""
+    """``ibstat``: CAs with type, firmware, GUIDs and ports (state, physical state, rate Gb/s, lid).
+
+    Also read: ``ibstat -s`` (CAs without ports), ``ibstat CA PORT`` (``CA: 'name'`` then the port's
+    lines without indent), ``Rate: 40 (FDR10)``, rdma-core 60's ``Effective speed:`` line, and
+    ``Switch``/``Router`` node headers."""
     cas: list[dict[str, Any]] = []
     ca: dict[str, Any] | None = None
     port: dict[str, Any] | None = None
     for line in clean_text(text).splitlines():
-        m = re.match(r"^CA '([^']+)'", line)
+        m = _IBSTAT_NODE.match(line.strip())
         if m:
-            ca = {"device": m.group(1), "ports": []}
+            ca = {"device": m.group("name"), "ports": []}
+            if m.group("type") != "CA":
+                ca["node_type"] = m.group("type")
             cas.append(ca)
             port = None
             continue
         if ca is None or ":" not in line:
             continue
-        m = re.match(r"^\s+Port (\d+):\s*$", line)
+        m = re.match(r"^\s*Port (\d+):\s*$", line)
         if m:
             port = {"port": int(m.group(1))}
             ca["ports"].append(port)
@@ -31,19 +48,19 @@ def parse_ibstat(text: str) -> list[dict[str, Any]]:
         key, _, value = line.strip().partition(":")
         key, value = key.strip(), value.strip()
         if port is None:
-            names = {"CA type": "ca_type", "Number of ports": "num_ports", "Firmware version": "fw_ver",
-                     "Hardware version": "hw_ver", "Node GUID": "node_guid",
-                     "System image GUID": "sys_image_guid"}
-            if key in names:
-                ca[names[key]] = to_int(value) if key == "Number of ports" else _hex_token(value)
-        else:
-            names = {"State": "state", "Physical state": "phys_state", "Rate": "rate_gbps",
-                     "Base lid": "lid", "LMC": "lmc", "SM lid": "sm_lid", "Port GUID": "port_guid",
-                     "Link layer": "link_layer", "Capability mask": "capability_mask"}
-            if key in names:
-                numeric = key in ("Rate", "Base lid", "LMC", "SM lid")
-                port[names[key]] = (to_float(value) if key == "Rate" else to_int(value)) if numeric \
-                    else _hex_token(value)
+            if key in _IBSTAT_CA_KEYS or key.endswith(" type"):
+                name = _IBSTAT_CA_KEYS.get(key, "ca_type")
+                ca[name] = to_int(value) if name == "num_ports" else _hex_token(value)
+        elif key in _IBSTAT_PORT_KEYS:
+            name = _IBSTAT_PORT_KEYS[key]
+            if name in ("rate_gbps", "effective_speed_gbps"):
+                port[name] = to_float(value)
+                if name == "rate_gbps" and "FDR10" in value:
+                    port["fdr10"] = True
+            elif name in ("lid", "lmc", "sm_lid"):
+                port[name] = to_int(value)
+            else:
+                port[name] = _hex_token(value)
     return cas
 
 
@@ -67,6 +84,7 @@ _PORT_KEYS = frozenset({"state", "phys_state", "active_width", "active_speed", "
 #: compressed IPv6 form (``fe80::...``, ``::ffff:10.0.0.1``); ``, RoCE v2`` / ``, IB/RoCE v1`` after it.
 _GID_VALUE = re.compile(r"^(?P<gid>[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?::\d{1,3}(?:\.\d{1,3}){3})?)"
                         r"(?:,\s*(?P<type>\S.*?))?\s*$")
+_HCAS_FOUND = re.compile(r"^\s*(\d+) HCAs? found:\s*$")  # ibv_devinfo -l
 _GID_LINE = re.compile(r"^\s*GID\[\s*(\d+)\]:\s*(.*?)\s*$")
 _FULL_GID = re.compile(r"^\s*(?:[0-9a-fA-F]{4}:){7}[0-9a-fA-F]{4}\b")
 _KEY = re.compile(r"^[A-Za-z_][\w .()/-]*$")
@@ -105,8 +123,22 @@ def parse_ibv_devinfo(text: str) -> list[dict[str, Any]]:
             dev["ports"].append(port)
         port["gids"].append({"index": index, "gid": m.group("gid"), "type": m.group("type")})
 
+    listing: int | None = None  # names still due after "ibv_devinfo -l"'s "N HCAs found:"
+    listed_at = (0, "")
     for no, raw in enumerate(lines, 1):
         line = _unbold(raw)
+        m = _HCAS_FOUND.match(line)
+        if m:
+            listing, listed_at = int(m.group(1)), (no, line)
+            continue
+        if listing:
+            if re.fullmatch(r"\s+\S+\s*", line):
+                devices.append({"device": line.strip(), "ports": []})
+                listing -= 1
+                continue
+            if line.strip():
+                raise unreadable(listed_at[0], listed_at[1], f"{listing} of the devices it counts are missing")
+            continue
         m = re.match(r"^hca_id:\s*(\S+)", line.strip())
         if m:
             dev = {"device": m.group(1), "ports": []}
@@ -122,7 +154,7 @@ def parse_ibv_devinfo(text: str) -> list[dict[str, Any]]:
             raise unreadable(at, held, f"GID[{index}] has no value")
         if dev is None:
             # An excerpt without its hca_id: from a "port: N" line, or port lines a grep kept (no number).
-            if re.match(r"^\s+port:\s*\d+\s*$", line):
+            if re.match(r"^\s*port:\s*\d+\s*$", line):
                 dev = {"device": None, "ports": []}
                 devices.append(dev)
             elif re.match(r"^\s*(state|phys_state|active_width|active_speed|active_mtu|link_layer):", line):
@@ -131,7 +163,7 @@ def parse_ibv_devinfo(text: str) -> list[dict[str, Any]]:
                 devices.append(dev)
             else:
                 continue
-        m = re.match(r"^\s+port:\s*(\d+)", line)
+        m = re.match(r"^\s*port:\s*(\d+)\s*$", line)  # unindented where a paste lost the tabs
         if m:
             port = {"port": int(m.group(1)), "gids": []}
             dev["ports"].append(port)
@@ -146,7 +178,7 @@ def parse_ibv_devinfo(text: str) -> list[dict[str, Any]]:
         if (_GID_VALUE.match(line.strip()) and "::" in line) or _FULL_GID.match(line):
             raise unreadable(no, line, "a GID value without its GID[n]: line")
         key, sep, value = line.strip().partition(":")
-        if not sep or not value.strip() or not _KEY.match(key.strip()):
+        if not sep or not value.strip() or not _KEY.match(key.strip()) or key.strip() == "Unknown flags":
             continue
         key, value = key.strip(), value.strip()
         if port is None and key in _PORT_KEYS:  # a grep excerpt kept the port's lines, not "port: N"
@@ -157,16 +189,18 @@ def parse_ibv_devinfo(text: str) -> list[dict[str, Any]]:
             name, code = _paren_code(value)
             target[key] = name
             target[f"{key}_code"] = code
-        elif key in ("max_mtu", "active_mtu"):
+        elif key in ("max_mtu", "active_mtu", "max_vl_num"):
             target[key] = to_int(_paren_code(value)[0])
         elif key == "active_width":
             target["active_width"] = to_int(_paren_code(value)[0].rstrip("X"))
-        elif key == "active_speed":
-            target["active_speed_gbps"] = to_float(value)
+        elif key in ("active_speed", "effective_speed"):  # "100.0 Gbps (64)"; rdma-core 60: "400.0 Gbps"
+            target[f"{key}_gbps"] = to_float(value)
         elif key in ("transport",):
             target[key] = _paren_code(value)[0]
         else:
             target[key] = to_int(value) if re.fullmatch(r"\d+", value) else value
+    if listing:
+        raise unreadable(listed_at[0], listed_at[1], f"{listing} of the devices it counts are missing")
     if pending_gid is not None:
         index, at, held = pending_gid
         raise unreadable(at, held, f"GID[{index}] has no value")
@@ -407,10 +441,16 @@ def parse_ibdev2netdev(text: str) -> list[dict[str, Any]]:
 PARSERS = {"ibstat": parse_ibstat, "ibv_devinfo": parse_ibv_devinfo, "rdma": parse_rdma,
            "rdma-statistic": parse_rdma_statistic, "ibdev2netdev": parse_ibdev2netdev}
 READS = {
-    "ibstat": "ibstat (infiniband-diags, rdma-core 2x-5x)",
-    "ibv_devinfo": "ibv_devinfo [-v] (libibverbs, rdma-core), also grepped port lines",
-    "rdma": "rdma link / rdma statistic show [-j|-p] (iproute2 4.16+, MLNX_OFED /opt/mellanox/iproute2)",
-    "rdma-statistic": "rdma statistic show [link DEV/PORT] [-j|-p] (iproute2 5.4+ and MLNX_OFED's; wrapped or "
-                      "quoted pastes) -> ib_hw:DEV/PORT:counter",
-    "ibdev2netdev": "ibdev2netdev [-v] (MLNX_OFED, mlnx-tools)",
+    "ibstat": "ibstat [-s] [CA [PORT]] (infiniband-diags 1.6 / rdma-core 2x-6x, MLNX_OFED and inbox; mlx4/mlx5 "
+              "CA, VF, Ethernet and IB ports SDR..NDR, FDR10, Effective speed; the unindented CA: 'x' form of "
+              "ibstat CA PORT)",
+    "ibv_devinfo": "ibv_devinfo [-v] [-d DEV] [-i PORT] and -l (libibverbs rdma-core 2x-6x and MLNX_OFED 4.x "
+                   "experimental verbs; mlx4/mlx5/irdma/bnxt_re/rxe; GID types and compressed RoCE v2 GIDs, "
+                   "effective_speed), also grepped port lines and pastes that lost their indent",
+    "rdma": "rdma link [show] [-d] [-j], rdma statistic show [-j|-p], rdma dev [show] [-d], rdma resource "
+            "[show] (iproute2 4.16+, MLNX_OFED /opt/mellanox/iproute2)",
+    "rdma-statistic": "rdma statistic show [link DEV/PORT] [-j|-p] (iproute2 5.3+ and MLNX_OFED's; Optional-set; "
+                      "wrapped or quoted pastes) -> ib_hw:DEV/PORT:counter",
+    "ibdev2netdev": "ibdev2netdev [-v] (MLNX_OFED / DOCA-OFED mlnx-tools): DEV port N ==> netdev (Up|Down), "
+                    "-v with PCI address, part, description, firmware and port state",
 }
