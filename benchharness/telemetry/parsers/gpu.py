@@ -44,17 +44,26 @@ _TEXT_FIELDS = {"model", "bus_id", "uuid", "driver_version", "pstate"}
 _FIELD = re.compile(r"^[A-Za-z_][\w.]*(?:\s*\[[^\]]*\])?$")
 
 
+_QUERY_NUMBER = re.compile(r"^([-+]?\d+(?:\.\d+)?)(?:\s*(?:%|[A-Za-z]+(?:/s)?))?$")
+
+
 def _value(name: str, raw: str) -> Any:
+    """A query cell: a number with or without its unit (``20 %``, ``16.01 W``, ``5934 MiB``), an
+    ``0x`` bitmask (``clocks_event_reasons.active``) as its int, anything else (a timestamp, a
+    VBIOS version, ``Enabled``, ``P0``) as printed; ``[N/A]`` and the like None."""
     raw = raw.strip()
     # "[N/A]", "[Not Supported]", "[Unknown Error]", "[Insufficient Permissions]" ...
     if raw.startswith("[") or raw in ("N/A", "Not Supported", ""):
         return None
     if name in _TEXT_FIELDS:
         return raw
-    number = to_float(raw)
-    if number is None:
+    if re.fullmatch(r"0x[0-9A-Fa-f]+", raw):
+        return int(raw, 16)
+    m = _QUERY_NUMBER.match(raw)
+    if m is None:
         return raw
-    return int(number) if number == int(number) and "." not in raw.split()[0] else number
+    number = float(m.group(1))
+    return int(number) if "." not in m.group(1) else number
 
 
 def _cells(line: str, columns: bool) -> list[str]:
