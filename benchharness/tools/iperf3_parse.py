@@ -39,6 +39,11 @@ _ERROR_KINDS: tuple[tuple[str, str], ...] = (
 )
 
 
+#: What ``bench parse iperf3`` reads (``bench parse --list``).
+READS = {"iperf3": "iperf3 -J client documents (3.x fields as 3.6 to 3.12 write them: TCP and UDP, "
+                   "-P, -R, --bidir; 3.11+ UDP sum_sent / sum_received; interrupted or cut short, after a ^C echo) and, when no JSON is there, its text output as iperf3-text reads it; "
+                   "'iperf3: error - ...' lines named by kind"}
+
 def classify_error(message: str) -> str:
     """A stable kind for one of iperf3's error texts (``tool_error`` when unknown)."""
     low = message.lower()

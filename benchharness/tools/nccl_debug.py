@@ -17,6 +17,12 @@ from typing import Any
 from benchharness.core.errors import ToolFailure
 from benchharness.tools.textclean import clean
 
+#: What ``bench parse nccl-debug`` reads (``bench parse --list``).
+READS = {"nccl-debug": "NCCL_DEBUG=INFO logs (NCCL 2.4 to 2.2x, RCCL): NCCL version, the network used "
+                       "(IB / RoCE, Socket, aws-ofi-nccl, gIB, IBext with the SHARP collnet plugin), its "
+                       "devices, GPUDirect RDMA on or off per HCA, channels via NET/.../GDRDMA; mpirun tags, "
+                       "Ray and srun prefixes"}
+
 _TAG = re.compile(r"\[\d+,\d+\]<(?:stdout|stderr|stddiag)>:")
 _VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+\S*)")
 _RCCL_VERSION = re.compile(r"RCCL version[ :]*(\d+\.\d+\.\d+\S*)")

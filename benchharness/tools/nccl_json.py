@@ -27,6 +27,11 @@ from typing import Any
 from benchharness.core.errors import ToolFailure
 from benchharness.core.model import Record
 
+#: What ``bench parse nccl-tests-json`` reads (``bench parse --list``).
+READS = {"nccl-tests-json": "nccl-tests -J FILE documents (2.17 on, versions 2 to 4: step_factor or step_bytes, "
+                            "-I 1 per-iteration statistics and times, one or many processes), a document cut "
+                            "short (its complete rows kept) or closed after its config (no results: refused)"}
+
 PLACEMENTS = (("out_of_place", "out-of-place"), ("in_place", "in-place"))
 _STATS = ("min_us", "max_us", "avg_us", "p50_us", "p95_us", "p99_us", "stdev_us", "cv_pct")
 

@@ -25,6 +25,18 @@ from benchharness.core.errors import ToolFailure
 from benchharness.core.model import Record
 from benchharness.tools.textclean import clean
 
+#: What ``bench parse nccl-tests`` / ``rccl-tests`` read (``bench parse --list``).
+READS = {
+    "nccl-tests": "nccl-tests *_perf stdout (2.x to 2.20: the old max-delta 'error' column without root, "
+                  "#wrong with N/A, 2.20's per-iteration i_* columns; any collective: all_reduce, all_gather, "
+                  "alltoall, broadcast, sendrecv ... seen; 1 to 64 ranks) under mpirun / srun -l / "
+                  "--tag-output, with NCCL INFO/WARN lines between rows, elided rows, Markdown-damaged "
+                  "headers; out-of-place and in-place rows, the Avg bus bandwidth footer; wrong results and "
+                  "NCCL/CUDA/MPI failures named by kind",
+    "rccl-tests": "rccl-tests *_perf stdout (2023 layout with the 'error' column, and the #wrong layout with "
+                  "the 'rccl-tests: Version' line; MI250X, MI300X, Radeon), as nccl-tests is read",
+}
+
 _TAG = re.compile(r"\[\d+,\d+\]<(?:stdout|stderr|stddiag)>:")
 # An NCCL log line ("host:pid:tid [dev] NCCL INFO ...") may start in the middle of a table row
 # (lazy connection setup logs while rank 0 has printed only the row's first columns), glued to

@@ -24,6 +24,16 @@ from benchharness.core.model import Record
 from benchharness.tools.common import NUMA_MARKER
 from benchharness.tools.textclean import clean, known_error
 
+#: What ``bench parse perftest`` reads (``bench parse --list``).
+READS = {"perftest": "ib_write_bw / ib_read_bw / ib_send_bw / ib_atomic_bw and ib_*_lat (perftest 2.0 to 25.x, "
+                     "MLNX_OFED and linux-rdma; IB and RoCE; clients and servers): MB/sec, MiB/sec and "
+                     "--report_gbits tables, -a sweeps, -b bidirectional, -D duration (peak 0.00 = not measured), "
+                     "-q/-l/--run_infinitely rows, rdma_cm, CUDA / ROCm / DMA-BUF runs, 6-decimal rows, rows "
+                     "whose tab-separated figures a paste ran together, CPU-frequency warnings inside tables, "
+                     "latency in usec or cycles with percentiles; a --out_json file (also with unquoted keys); "
+                     "failures (no device, connect, QP, completion errors, clock estimate) named by kind "
+                     "[the adapter runs perftest 4.5+]"}
+
 MIB = 1 << 20
 #: Line the adapter's client wrapper prints before the ``--out_json`` file it appends to stdout.
 JSON_MARKER = "=== bench: perftest out_json ==="

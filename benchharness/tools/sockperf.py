@@ -86,6 +86,13 @@ _HINTS = {"tool_missing": "install sockperf on the host",
           "tool_error": "sockperf reported an error, see the raw output"}
 
 
+#: What ``bench parse sockperf`` reads (``bench parse --list``).
+READS = {"sockperf": "sockperf 3.x client output (3.10 and the older layouts): ping-pong and under-load latency (avg-lat / "
+                     "avg-latency, avg-rtt with --full-rtt, percentiles to 99.999, <MAX>/<MIN>, drops, "
+                     "duplicates, out-of-order), throughput (message rate, BandWidth MBps = MiB/s, Packet Rate); "
+                     "several runs in one text, Prior:/After: labels, prompts and emulator prefixes; "
+                     "'sockperf: ERROR' outputs named by kind"}
+
 def _pct_name(rank: str) -> str:
     """``99.900`` -> ``p999``, ``50.000`` -> ``p50``, ``99.999`` -> ``p99999``."""
     text = rank.rstrip("0").rstrip(".") if "." in rank else rank

@@ -41,6 +41,13 @@ READY_PATTERN = r"Waiting for connection"
 UCX = ToolFacts("ucx", ("ucx_info", "-v"), r"[Vv]ersion\s*[= ]\s*(\d+(?:\.\d+)+)", apt=("ucx-utils",), dnf=("ucx",))
 
 _NUM = r"-?[\d,]+(?:\.\d+)?"
+#: What ``bench parse ucx_perftest`` reads (``bench parse --list``).
+READS = {"ucx_perftest": "ucx_perftest client output (UCX 1.8 to 1.18: UCP and UCT tests such as tag_bw, "
+                         "am_lat, put_bw; latency or overhead columns, with or without the Stage and typical "
+                         "columns; -T threads with [thread N] rows): the Final: row (before 1.10, without the Stage "
+                         "column, the last row), MB/s = MiB/s; banners, UCX WARN lines and prompts skipped; "
+                         "progress rows without a final one are refused (no_result)"}
+
 _ROW_RE = re.compile(r"^\s*(Final:|\[thread \d+\])?\s*((?:" + _NUM + r"\s+)*" + _NUM + r")\s*$")
 _ERRORS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (kind, re.compile(pattern)) for kind, pattern in (
