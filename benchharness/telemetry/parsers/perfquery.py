@@ -79,5 +79,6 @@ def parse_perfquery(text: str) -> dict[str, Any]:
 
 
 PARSERS = {"perfquery": parse_perfquery}
-READS = {"perfquery": "perfquery [-x] [-C CA -P PORT] [LID PORT] (infiniband-diags 1.6 to rdma-core 5x): "
-                      "PortCounters and PortCountersExtended -> ib:lidL/P:<sysfs counter name>"}
+READS = {"perfquery": "perfquery [-x] [-E] [-C CA -P PORT] [LID PORT] (infiniband-diags 1.6 to rdma-core 5x; "
+                      "PortCounters, PortCountersExtended with CapMask/CapMask2, PortRcvErrorDetails and other "
+                      "'# <Attribute> counters:' headers, headers a mail wrapped) -> ib:lidL/P:<sysfs counter name>"}

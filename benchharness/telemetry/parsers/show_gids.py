@@ -57,5 +57,7 @@ def parse_show_gids_table(text: str) -> dict[str, Any]:
 
 
 PARSERS = {"show_gids": parse_show_gids_table}
-READS = {"show_gids": "show_gids [DEV] (mlnx-tools / MLNX_OFED): {gids: [device, port, index, gid, ipv4, version, "
-                      "netdev], n_gids_found}; an empty table with n_gids_found=0 is zero GIDs"}
+READS = {"show_gids": "show_gids [DEV] (mlnx-tools / MLNX_OFED / DOCA-OFED script; mlx5, bond and udev-named "
+                      "rocep*/ionic devices, RoCE v1/v2 rows, IPv4-mapped, link-local and global IPv6 GIDs, tabs or "
+                      "blanks): {gids: [device, port, index, gid, ipv4, version, netdev], n_gids_found}; an empty "
+                      "table with n_gids_found=0 is zero GIDs"}
