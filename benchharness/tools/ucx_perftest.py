@@ -55,7 +55,10 @@ _ERRORS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("fatal", r"\bFatal: "),
         ("tool_missing", r"command not found|: not found\s*$|failed to run command"
                          r"|^env: .*No such file or directory"),
-        ("connect_failed", r"connect\(\) failed|client failed|Connection refused|No route to host"),
+        # UCS_ERR_UNREACHABLE ("Destination is unreachable") from ucp_ep_create: no transport reaches
+        # the peer from the chosen devices (UCX_NET_DEVICES / UCX_TLS)
+        ("connect_failed", r"connect\(\) failed|client failed|Connection refused|No route to host"
+                           r"|Destination is unreachable"),
         ("no_device", r"no usable transports/devices|Failed to run test: No such device"),
         ("no_device", r"transport '[^']+' is not available"),
         ("bad_args", r"Invalid option argument|Invalid argument for|Unsupported operation"),
@@ -63,7 +66,8 @@ _ERRORS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 _HINTS = {"fatal": "UCX aborted, backtrace in the raw output; over soft-RoCE (rxe) UCX 1.13's UD "
                    "wire-up times out: use tls: tcp there",
           "tool_missing": "install ucx-utils on the host",
-          "connect_failed": "check that the server started and that data_ip is reachable",
+          "connect_failed": "check that the server started, that data_ip is reachable and that the "
+                            "net_devices / tls given can reach it",
           "no_device": "check tls / net_devices against ucx_info -d on the host",
           "bad_args": "check the suite's ucx_perftest parameters"}
 
