@@ -189,8 +189,11 @@ def parse_ibv_devinfo(text: str) -> list[dict[str, Any]]:
             name, code = _paren_code(value)
             target[key] = name
             target[f"{key}_code"] = code
-        elif key in ("max_mtu", "active_mtu", "max_vl_num"):
+        elif key in ("max_mtu", "active_mtu"):
             target[key] = to_int(_paren_code(value)[0])
+        elif key == "max_vl_num":  # "8 (4)"; RoCE ports: "invalid value (0)", kept as printed
+            name = _paren_code(value)[0]
+            target[key] = int(name) if name.isdigit() else value
         elif key == "active_width":
             target["active_width"] = to_int(_paren_code(value)[0].rstrip("X"))
         elif key in ("active_speed", "effective_speed"):  # "100.0 Gbps (64)"; rdma-core 60: "400.0 Gbps"
