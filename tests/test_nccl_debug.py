@@ -75,7 +75,7 @@ def test_network_matches(required: str, used: str | None, ok: bool) -> None:
 
 
 def test_registered_as_bench_parse_parser() -> None:
-    assert get_parser("nccl-debug") is parse_nccl_debug_text
+    assert get_parser("nccl-debug").__wrapped__ is parse_nccl_debug_text  # type: ignore[attr-defined]
     text = (FIXTURES / "debug" / "nccl-2.21-ib-gdr.log").read_text()
     assert parse_nccl_debug_text(text) == parse_nccl_debug(text)
 

@@ -9,12 +9,14 @@ module-level ``PARSERS`` dict (name -> function from text to JSON-ready data) an
 
 from __future__ import annotations
 
+import functools
 import importlib
 import pkgutil
 from collections.abc import Callable
 from functools import cache
 from typing import Any
 
+from benchharness.cli.paste import unpaste
 from benchharness.core.errors import UsageError
 
 Parser = Callable[[str], Any]
@@ -36,9 +38,17 @@ def _module_parsers(package: str, reads: dict[str, str] | None = None) -> dict[s
     return found
 
 
+def _pasted(fn: Parser) -> Parser:
+    """``fn`` reading a pasted text: what any paste adds around the output removed first."""
+    @functools.wraps(fn)
+    def read(text: str) -> Any:
+        return fn(unpaste(text))
+    return read
+
+
 @cache
 def registry() -> dict[str, Parser]:
-    """All parsers by name."""
+    """All parsers by name, each reading pasted text (``cli/paste.py``)."""
     from benchharness.tools import registry as tools
 
     found: dict[str, Parser] = {name: adapter.parse_text for name, adapter in tools().items()}
@@ -46,7 +56,7 @@ def registry() -> dict[str, Parser]:
     found.update(_module_parsers("benchharness.telemetry.parsers"))
     found.update(_module_parsers("benchharness.analysis"))
     found.update(_module_parsers("benchharness.telemetry"))
-    return found
+    return {name: _pasted(fn) for name, fn in found.items()}
 
 
 def undeclared() -> list[str]:

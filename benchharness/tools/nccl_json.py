@@ -53,8 +53,8 @@ def load(text: str) -> dict[str, Any]:
     (``line L, column C``) added."""
     start = text.find("{")
     body = text[start:] if start >= 0 else text
-    try:
-        doc = json.loads(body)
+    try:  # the first document; what follows it (the next shell prompt of a paste) is not read
+        doc = json.JSONDecoder().raw_decode(body)[0]
     except ValueError as exc:
         doc = _salvage(body, exc)
     if isinstance(doc, dict) and not isinstance(doc.get("results"), list) \

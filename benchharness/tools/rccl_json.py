@@ -34,6 +34,7 @@ READS = {"rccl-tests-json": "rccl-tests -x FILE -Z json (JSON lines, late 2024; 
 # rccl-tests' collective names (its testColl.name) -> the program's name without _perf
 _COLLECTIVES = {"allreduce": "all_reduce", "allgather": "all_gather", "reducescatter": "reduce_scatter",
                 "alltoall": "alltoall", "alltoallv": "alltoallv", "sendrecv": "sendrecv"}
+_OPENS = re.compile(r"^\s*(?:\{|\[\s*(?:[{\]]|$))")
 _NONFINITE = re.compile(r'(:\s*)-?(?:inf|nan)(?=\s*[,}])', re.IGNORECASE)
 _KEYS = {"algBw", "busBw", "size"}
 
@@ -133,7 +134,8 @@ def parse_results_file(text: str) -> list[Record]:
     lines = [_NONFINITE.sub(r"\1null", clean_line(ln)) for ln in text.replace("\r\n", "\n").split("\n")]
     if not any(ln.strip() for ln in lines):
         return []
-    first = next((k for k, ln in enumerate(lines) if ln.strip().startswith(("[", "{"))), None)
+    # "[root@node ~]# cmd" is a prompt, not a list: a list opens with "[" then "{", "]" or nothing
+    first = next((k for k, ln in enumerate(lines) if _OPENS.match(ln)), None)
     if first is None:
         raise ToolFailure("parse_error", "not an rccl-tests JSON results file (no '{' or '[' line)")
     if lines[first].strip().startswith("["):

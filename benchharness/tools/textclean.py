@@ -34,6 +34,11 @@ _PREFIXES = tuple(re.compile(p) for p in (
 _STRUCTURED = re.compile(r"^\s*[\[{\"]")
 
 
+def strip_ansi(text: str) -> str:
+    """``text`` without ANSI colour and terminal control sequences."""
+    return _ANSI.sub("", text)
+
+
 def clean_line(line: str) -> str:
     """``line`` without ANSI codes, trailing CR and the logger / launcher prefixes it starts with."""
     line = _ANSI.sub("", line).rstrip("\r")
