@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from benchharness.cli.parsers import describe, get_parser, is_empty, registry
+from benchharness.cli.parsers import describe, get_parser, is_empty, registry, undeclared
 from benchharness.core.errors import ToolFailure
 from benchharness.telemetry.counters import parse_snapshot
 from benchharness.telemetry.health import judge
@@ -40,6 +40,9 @@ def test_every_parser_is_listed_with_what_it_reads() -> None:
         assert name in names
     assert "iproute2" in describe()["rdma-statistic"] and "net-tools" in describe()["netstat"]
     assert "perftest 4.5+" in describe()["perftest"]
+    # each says what it reads (a READS line or an adapter's reads), never its docstring's first line
+    assert undeclared() == []
+    assert all(describe()[name] for name in registry())
 
 
 def test_a_terminal_wrapped_rdma_statistic_reads_as_the_unwrapped_one() -> None:
