@@ -14,7 +14,9 @@ Layouts read, as ``iperf_locale.c`` prints them from 3.0 to 3.17:
   (``Test Complete. Summary Results:``) and on old UDP clients;
 - server logs (``Server listening on``, ``Accepted connection from``), several tests one after
   the other (each a ``doc``), where ``receiver`` means client -> server;
-- ``iperf3: error - ...`` lines, classified like the JSON ``error``.
+- ``iperf3: error - ...`` lines, classified like the JSON ``error``;
+- ``--timestamps[=FORMAT]`` (3.10+): each line after a date and time (``"%c "`` by default:
+  ``Wed May 14 11:21:02 2025 [  5] ...``) or, with ``"%s "``, after seconds since the epoch.
 
 Transfer units are binary (KBytes = 1024 bytes), rates decimal (Mbits/sec = 10^6 bit/s); the
 records use the JSON parser's field names, with ``parsed_from: text``.
@@ -56,9 +58,19 @@ _ROLE_DIRECTION = {"TX-C": "forward", "RX-S": "forward", "RX-C": "reverse", "TX-
 _SEPARATOR = re.compile(r"^\s*(?:- ){6,}-?\s*$|^\s*Test Complete\. Summary Results:")
 
 
+#: ``--timestamps="%s "``: seconds since the epoch before each line (other strftime formats, the
+#: default ``"%c "`` included, are dates and times that ``textclean`` strips for every tool). No
+#: iperf3 line starts with a number, so a leading 9 to 11 digit count of seconds is the stamp.
+_EPOCH_STAMP = re.compile(r"^\s*\d{9,11}(?:[.,]\d+)?(?:[ \t]|(?=\[))")
+
+
+def _lines(text: str) -> list[str]:
+    return [_EPOCH_STAMP.sub("", line, count=1) for line in clean(text).splitlines()]
+
+
 def looks_like_text(text: str) -> bool:
     """True when ``text`` holds at least one iperf3 interval or summary line."""
-    return any(_LINE.match(line) for line in clean(text).splitlines())
+    return any(_LINE.match(line) for line in _lines(text))
 
 
 def _blocks(lines: list[str]) -> list[list[str]]:
@@ -215,7 +227,7 @@ def _summary_records(rows: list[Record], base: Record, direction: str) -> list[R
 
 def parse_text_output(text: str) -> list[Record]:
     """Records of one saved human-readable iperf3 output; ToolFailure when it holds no result."""
-    lines = clean(text).splitlines()
+    lines = _lines(text)
     server = any(_SERVER.match(line) for line in lines)
     reverse = any(re.match(r"^\s*Reverse mode", line) for line in lines)
     udp_hint = any(re.search(r"\s-u\b|--udp\b", line) for line in lines)
@@ -232,7 +244,8 @@ def parse_text_output(text: str) -> list[Record]:
             if (m := _ERROR.match(line)) and "Done" not in line:
                 raise ToolFailure(classify_error(m.group(1)), f"iperf3: {m.group(1)}")
         what = "only interval lines, no summary" if out else "no interval or summary line"
-        raise ToolFailure("no_results", f"iperf3 text output holds {what}")
+        # the intervals printed are kept with the failure, never counted as the test's result
+        raise ToolFailure("no_results", f"iperf3 text output holds {what}", records=out)
     return out
 
 

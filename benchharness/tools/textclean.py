@@ -1,7 +1,8 @@
 """Noise that tool outputs pick up between the tool and a saved file, removed before parsing.
 
 Outputs reach ``bench parse`` from CI logs, issue comments and terminals: CRLF line ends, bare
-CRs of progress lines, ANSI colour codes, logger timestamps and log-level tags, Open MPI
+CRs of progress lines, ANSI colour codes, logger timestamps and log-level tags, the date and time
+``iperf3 --timestamps`` (or ``ts``) writes before each line, Open MPI
 ``--tag-output`` markers, Slurm ``srun -l`` rank labels, ``kubectl logs --prefix`` pod names and
 Markdown ``>`` quotes at the start of lines. :func:`clean` strips those prefixes only: it never
 rewrites what follows them, so noise is never turned into a figure and a figure never into noise.
@@ -16,6 +17,8 @@ from benchharness.core.errors import ToolFailure
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 _MPI_TAG = re.compile(r"\[\d+,\d+\]<(?:stdout|stderr|stddiag)>:")
+_WEEKDAY = r"(?:(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun),? )"
+_MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
 # One prefix each, tried in turn at the start of a line until none matches.
 _PREFIXES = tuple(re.compile(p) for p in (
     # ISO-8601 / "YYYY-MM-DD HH:MM:SS,mmm" timestamps, optionally bracketed, with a level tag after
@@ -26,6 +29,13 @@ _PREFIXES = tuple(re.compile(p) for p in (
     # bare clock times of loggers ("12:10:43 DEBUG| [stdout] ", "[10:00:01.123] ")
     r"^\[?\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\]?(?:\s+(?:TRACE|DEBUG|INFO|WARN(?:ING)?|ERROR)\b[:|]?)?"
     r"(?:\s+\[std(?:out|err)\])?(?:\s|$)",
+    # a date and a clock time in a strftime() form: iperf3 --timestamps (default "%c ": "Wed May 14
+    # 11:21:02 2025 "; any other format it is given), `date` and `ts` output; the line may be indented
+    # (a Markdown code block) and a format without a trailing blank glues the time to the text
+    r"^[ \t]*\[?" + _WEEKDAY + r"?(?:" + _MONTH + r" [ \d]?\d,? (?:\d{4} )?|\d{1,2} " + _MONTH + r",? \d{4} |"
+    r"\d{4}[-/.]\d{1,2}[-/.]\d{1,2}[ T]|\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4}[ T])"
+    r"\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?(?: ?[AP]M)?(?: (?:UTC|GMT|[A-Z]{1,3}[SD]T|[A-Z]{2,4}(?= \d{4}\b)|[+-]\d{4}))?(?: \d{4})?\]?"
+    r"(?:[ \t]|$|(?=[\[A-Za-z]))",
     r"^\[pod/[^\]\s]+\]\s",            # kubectl logs --prefix
     r"^\s{0,3}\d{1,5}: (?=\s*\S)",      # srun -l / --label
     r"^ ?>(?: |$)",                      # Markdown quote
