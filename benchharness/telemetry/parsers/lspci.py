@@ -74,6 +74,12 @@ def parse_device(address: str | None, desc: tuple[str | None, str | None], body:
     if m:  # error bits the device has latched since they were last cleared
         flags = dict(re.findall(r"\b(\w+)([+-])(?=\s|$)", m.group(1)))
         dev["dev_sta_errors"] = [name for name in _DEVSTA_ERRORS if flags.get(name) == "+"]
+    # the AER capability's status registers (-vv and up): the error bits latched since cleared,
+    # masked or not (a masked bit is still set in UESta/CESta, it only raises no message)
+    for key, field in (("aer_uncorrectable", "UESta"), ("aer_correctable", "CESta")):
+        m = re.search(rf"\b{field}:\s*(.*)", text)
+        if m:
+            dev[key] = [name for name, sign in re.findall(r"\b(\w+)([+-])(?=\s|$)", m.group(1)) if sign == "+"]
     # present only when printed (lspci -k, the SR-IOV capability): absent is not "none"
     m = re.search(r"Kernel driver in use:\s*(\S+)", text)
     if m:
@@ -159,7 +165,7 @@ def device_of(text: str) -> dict[str, Any] | None:
 PARSERS = {"lspci": parse_lspci}
 READS = {"lspci": "lspci [-v|-vv|-vvv] [-k] [-nn] [-D] [-P|-PP] [-s BDF] [-d VEN:DEV] (pciutils 3.x, with and "
                   "without 3.11's (ok)/(downgraded) notes; five-digit VMD domains): LnkCap/LnkSta speed, width, "
-                  "downgraded, DevCap/DevCtl MaxPayload and MaxReadReq, DevSta error bits, NUMA node, kernel "
-                  "driver and modules, SR-IOV VFs, -nn class and vendor:device codes; grep excerpts of "
+                  "downgraded, DevCap/DevCtl MaxPayload and MaxReadReq, DevSta error bits, the AER capability's "
+                  "UESta/CESta bits set, NUMA node, kernel driver and modules, SR-IOV VFs, -nn class and vendor:device codes; grep excerpts of "
                   "LnkCap/LnkSta/DevSta/DevCtl lines without device headers, '> '-quoted mail copies, Debian "
                   "reports' 'lspci -knn: ' line prefixes"}
