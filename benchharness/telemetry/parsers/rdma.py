@@ -6,7 +6,15 @@ import json
 import re
 from typing import Any
 
-from benchharness.telemetry.parsers._common import clean_text, to_float, to_int, undecorate, unreadable
+from benchharness.telemetry.parsers._common import (
+    clean_text,
+    is_noise,
+    strip_ansi,
+    to_float,
+    to_int,
+    undecorate,
+    unreadable,
+)
 
 #: A node's header: ``CA 'mlx5_0'`` (``Switch``, ``Router``, ``iWARP RNIC`` for other node types,
 #: infiniband-diags ibstat.c ``ca_dump``), or ``CA: 'mlx4_0'`` before the one port of ``ibstat CA PORT``,
@@ -20,32 +28,82 @@ _IBSTAT_PORT_KEYS = {"State": "state", "Physical state": "phys_state", "Rate": "
                      "Capability mask": "capability_mask"}
 
 
+#: An ``ibstat`` command line (after a prompt, ``sudo``, or alone): its options say what follows.
+_IBSTAT_CMD = re.compile(r"(?:^|[\s$#>\]])(?:sudo\s+)?ibstat(?P<args>(?:\s+[^\s|;&<>]+)*)\s*(?:[|;&<>].*)?$")
+_BARE_NAME = re.compile(r"^[A-Za-z][\w.-]*$")  # ibstat -l: one CA name a line (mlx5_0, mlx5_bond_0, rocep1s0f0)
+_BARE_GUID = re.compile(r"^0x[0-9a-fA-F]{16}$")  # ibstat -p: one port GUID a line, "0x%016" PRIx64
+_IBDIAG_NOTE = re.compile(r"^\s*(?:ibwarn|ibpanic|ibstat|ibdebug):")  # infiniband-diags' own messages
+
+
+def _ibstat_command(line: str) -> dict[str, Any] | None:
+    """The options of an ``ibstat ...`` command line: ``list`` (-l), ``ports`` (-p), ``ca`` (CA_NAME)."""
+    m = _IBSTAT_CMD.search(line)
+    if not m:
+        return None
+    words = m.group("args").split()
+    flags = "".join(w[1:] for w in words if re.fullmatch(r"-[A-Za-z]+", w))
+    named = [w for w in words if not w.startswith("-")]
+    return {"list": "l" in flags or "--list_of_cas" in words, "ports": "p" in flags or "--port_list" in words,
+            "ca": named[0] if named else None}
+
+
 def parse_ibstat(text: str) -> list[dict[str, Any]]:
     """``ibstat``: CAs with type, firmware, GUIDs and ports (state, physical state, rate Gb/s, lid).
 
     Also read: ``ibstat -s`` (CAs without ports), ``ibstat CA PORT`` (``CA: 'name'`` then the port's
-    lines without indent), ``Rate: 40 (FDR10)``, rdma-core 60's ``Effective speed:`` line, and
-    ``Switch``/``Router`` node headers."""
+    lines without indent), ``Rate: 40 (FDR10)``, rdma-core 60's ``Effective speed:`` line,
+    ``Switch``/``Router`` node headers, ``ibstat -l`` (one CA name a line: ``{"device", "ports": []}``
+    each) and ``ibstat -p [CA]`` (one port GUID a line: ``{"device": CA or None, "port_guid"}`` each).
+    The listings are read after their command line, or as the whole text when it holds nothing else."""
     cas: list[dict[str, Any]] = []
     ca: dict[str, Any] | None = None
     port: dict[str, Any] | None = None
-    for line in clean_text(text).splitlines():
-        m = _IBSTAT_NODE.match(line.strip())
+    command: dict[str, Any] | None = None  # the last ibstat command line's options
+    listed: list[dict[str, Any]] = []  # names / GUIDs after an "ibstat -l" / "-p" line
+    bare: list[tuple[str, str]] = []  # ("name" | "guid", value) outside any CA, no command line seen
+    other = False  # a line that is neither a CA's, a listing's, a prompt nor a diags message
+    for raw in strip_ansi(text).replace("\r\n", "\n").replace("\r", "\n").split("\n"):
+        line = _unbold(raw).strip()
+        m = _IBSTAT_NODE.match(line)
+        if not m:
+            cmd = _ibstat_command(line) if "ibstat" in line else None
+            if cmd is not None:
+                command, ca, port = cmd, None, None
+                continue
+        if not line or is_noise(raw) or _IBDIAG_NOTE.match(line):
+            continue
         if m:
             ca = {"device": m.group("name"), "ports": []}
             if m.group("type") != "CA":
                 ca["node_type"] = m.group("type")
             cas.append(ca)
-            port = None
+            port, command = None, None
             continue
-        if ca is None or ":" not in line:
+        if ca is None:
+            if command is not None and (command["list"] or command["ports"]):
+                if command["ports"] and _BARE_GUID.match(line):
+                    listed.append({"device": command["ca"], "port_guid": line})
+                    continue
+                if command["list"] and _BARE_NAME.match(line):
+                    listed.append({"device": line, "ports": []})
+                    continue
+                command = None  # the listing ended: what follows is another command's
+            if command is None and not listed:
+                if _BARE_GUID.match(line):
+                    bare.append(("guid", line))
+                elif _BARE_NAME.match(line) and line != "ibstat":
+                    bare.append(("name", line))
+                else:
+                    other = True
             continue
-        m = re.match(r"^\s*Port (\d+):\s*$", line)
+        if ":" not in line:
+            continue
+        m = re.match(r"^Port (\d+):$", line)
         if m:
             port = {"port": int(m.group(1))}
             ca["ports"].append(port)
             continue
-        key, _, value = line.strip().partition(":")
+        key, _, value = line.partition(":")
         key, value = key.strip(), value.strip()
         if port is None:
             if key in _IBSTAT_CA_KEYS or key.endswith(" type"):
@@ -61,6 +119,11 @@ def parse_ibstat(text: str) -> list[dict[str, Any]]:
                 port[name] = to_int(value)
             else:
                 port[name] = _hex_token(value)
+    if listed:
+        return listed + cas
+    if not cas and bare and not other and len({kind for kind, _ in bare}) == 1:
+        return [{"device": None, "port_guid": value} if kind == "guid" else {"device": value, "ports": []}
+                for kind, value in bare]
     return cas
 
 
@@ -76,8 +139,14 @@ def _paren_code(value: str) -> tuple[str, int | None]:
     return (m.group(1), int(m.group(2))) if m else (value, None)
 
 
-_PORT_KEYS = frozenset({"state", "phys_state", "active_width", "active_speed", "active_mtu", "max_mtu",
-                        "link_layer", "port_lid", "sm_lid"})
+#: A port's lines (libibverbs/examples/devinfo.c ``print_hca_cap``, the ``port:`` block).
+_PORT_KEYS = frozenset({"state", "max_mtu", "active_mtu", "sm_lid", "port_lid", "port_lmc", "link_layer",
+                        "max_msg_sz", "port_cap_flags", "port_cap_flags2", "max_vl_num", "bad_pkey_cntr",
+                        "qkey_viol_cntr", "sm_sl", "pkey_tbl_len", "gid_tbl_len", "subnet_timeout",
+                        "init_type_reply", "active_width", "active_speed", "effective_speed", "phys_state"})
+#: A device's first lines (the same function, before ``-v``'s capability lines).
+_DEVICE_KEYS = frozenset({"transport", "fw_ver", "node_guid", "sys_image_guid", "vendor_id", "vendor_part_id",
+                          "hw_ver", "board_id", "phys_port_cnt"})
 
 
 #: A GID as ibv_devinfo prints it: 8 groups of 4 hex digits, or (rdma-core 28+, RoCE v2) the
@@ -153,11 +222,13 @@ def parse_ibv_devinfo(text: str) -> list[dict[str, Any]]:
                 continue
             raise unreadable(at, held, f"GID[{index}] has no value")
         if dev is None:
-            # An excerpt without its hca_id: from a "port: N" line, or port lines a grep kept (no number).
-            if re.match(r"^\s*port:\s*\d+\s*$", line):
+            # An excerpt without its hca_id: from a "port: N" line, a device's lines, or port lines
+            # (a grep's, or a quote that starts inside a port block), the port's number unknown.
+            first = re.match(r"^\s*(\w+):\s*\S", line)
+            if re.match(r"^\s*port:\s*\d+\s*$", line) or (first and first.group(1) in _DEVICE_KEYS):
                 dev = {"device": None, "ports": []}
                 devices.append(dev)
-            elif re.match(r"^\s*(state|phys_state|active_width|active_speed|active_mtu|link_layer):", line):
+            elif first and first.group(1) in _PORT_KEYS:
                 port = {"port": None, "gids": []}
                 dev = {"device": None, "ports": [port]}
                 devices.append(dev)
@@ -444,12 +515,13 @@ def parse_ibdev2netdev(text: str) -> list[dict[str, Any]]:
 PARSERS = {"ibstat": parse_ibstat, "ibv_devinfo": parse_ibv_devinfo, "rdma": parse_rdma,
            "rdma-statistic": parse_rdma_statistic, "ibdev2netdev": parse_ibdev2netdev}
 READS = {
-    "ibstat": "ibstat [-s] [CA [PORT]] (infiniband-diags 1.6 / rdma-core 2x-6x, MLNX_OFED and inbox; mlx4/mlx5 "
-              "CA, VF, Ethernet and IB ports SDR..NDR, FDR10, Effective speed; the unindented CA: 'x' form of "
-              "ibstat CA PORT)",
+    "ibstat": "ibstat [-s] [CA [PORT]], ibstat -l (CA names), ibstat -p [CA] (port GUIDs) (infiniband-diags 1.6 / "
+              "rdma-core 2x-6x, MLNX_OFED and inbox; mlx4/mlx5 CA, VF, ConnectX-3..7 Ethernet and IB ports SDR..NDR, "
+              "FDR10, Effective speed; the unindented CA: 'x' form of ibstat CA PORT; quotes cut inside a CA)",
     "ibv_devinfo": "ibv_devinfo [-v] [-d DEV] [-i PORT] and -l (libibverbs rdma-core 2x-6x and MLNX_OFED 4.x "
-                   "experimental verbs; mlx4/mlx5/irdma/bnxt_re/rxe; GID types and compressed RoCE v2 GIDs, "
-                   "effective_speed), also grepped port lines and pastes that lost their indent",
+                   "experimental verbs; mlx4/mlx5 (ConnectX-3..7, VFs, LAG bonds)/irdma/bnxt_re/rxe; GID types and "
+                   "compressed RoCE v2 GIDs, effective_speed), also grepped port lines, quotes that start inside a "
+                   "device or port block (device/port null) and pastes that lost their indent",
     "rdma": "rdma link [show] [-d] [-j], rdma statistic show [-j|-p], rdma dev [show] [-d], rdma resource "
             "[show] (iproute2 4.16+, MLNX_OFED /opt/mellanox/iproute2)",
     "rdma-statistic": "rdma statistic show [link DEV/PORT] [-j|-p] (iproute2 5.3+ and MLNX_OFED's; Optional-set; "
