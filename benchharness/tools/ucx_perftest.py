@@ -48,7 +48,11 @@ READS = {"ucx_perftest": "ucx_perftest client output (UCX 1.8 to 1.18: UCP and U
                          "column, the last row), MB/s = MiB/s; banners, UCX WARN lines and prompts skipped; "
                          "progress rows without a final one are refused (no_result)"}
 
-_ROW_RE = re.compile(r"^\s*(Final:|\[thread \d+\])?\s*((?:" + _NUM + r"\s+)*" + _NUM + r")\s*$")
+#: a result row: ``Final:``, ``[thread N]`` (progress), a batch test's name (``-f``) or nothing, then figures
+_ROW_RE = re.compile(r"^\s*(Final:|\[thread \d+\]|[A-Za-z_][\w/.:-]*(?=\s))?\s*((?:" + _NUM + r"\s+)*" + _NUM
+                     + r")\s*$")
+_BANNER_RE = re.compile(r"^\s*={3,}\s*([^=\s][^=]*?)\s*={3,}\s*$")
+_NAMED_RULER_RE = re.compile(r"^\+([A-Za-z_][^-+|]*)-*\+[-+]*$")
 _ERRORS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (kind, re.compile(pattern)) for kind, pattern in (
         # an abort wins over the warnings printed before it (e.g. "transport 'dc' is not available")
@@ -81,49 +85,98 @@ def _col_name(label: str) -> str:
     return "p" + rank.replace(".", "")
 
 
+def _sections(lines: list[str]) -> list[dict[str, Any]]:
+    """One section per test: each ``# iterations`` header starts one (named by a ``=== name ===``
+    banner line above it, as scripts print between runs), and within a header the ruler that a
+    batch run (``-b FILE``) prints with the test's name in it (``+tag_bw/64-----+---...``) starts
+    the next; each section holds its header, its usec title and description lines, and its rows."""
+    sections: list[dict[str, Any]] = []
+    banner: str | None = None
+    context: dict[str, str] = {}
+    for line in lines:
+        if m := _BANNER_RE.match(line):
+            banner = m.group(1)
+            continue
+        if m := re.match(r"^\|\s*(Test|Message size):\s*(.*?)\s*\|", line):
+            context[m.group(1)] = m.group(2)
+            continue
+        if "(usec)" in line:
+            context["usec"] = line
+            continue
+        if "# iterations" in line:
+            sections.append({"name": banner, "header": line, "rows": [], **context})
+            banner = None
+            context = {}
+            continue
+        if not sections:
+            continue
+        if m := _NAMED_RULER_RE.match(line):
+            current = sections[-1]
+            if current["rows"] or current["name"]:
+                sections.append({**current, "rows": []})
+            sections[-1]["name"] = m.group(1)
+            continue
+        if m := _ROW_RE.match(line):
+            nums = [float(t.replace(",", "")) for t in m.group(2).split()]
+            sections[-1]["rows"].append(((m.group(1) or "").strip(), nums))
+    return sections
+
+
+def _finals(section: dict[str, Any]) -> list[tuple[str, list[float]]]:
+    """The final rows of one section. ``Stage`` header: the ``Final:`` row, never a progress row
+    (``[thread N]`` or unlabelled); ``Test`` header (``-f``, UCX 1.11+): ucx_perftest prints the
+    final row only, after the test's batch name (or 10 blanks); no label column (before the Stage
+    column): the last row."""
+    label = section["header"].split("|")[1].strip() if section["header"].count("|") > 2 else ""
+    rows: list[tuple[str, list[float]]] = [r for r in section["rows"] if len(r[1]) in (4, 8)]
+    if label == "Test":
+        return [r for r in rows if not r[0].startswith("[thread")]
+    if label and label != "# iterations":
+        return [r for r in rows if r[0] == "Final:"][-1:]
+    return rows[-1:]
+
+
 def parse_output(text: str, pingpong: bool | None = None) -> list[Record]:
-    """The final result of one ucx_perftest client output; ToolFailure when there is none.
+    """The final result of each test in one ucx_perftest client output; ToolFailure when there is none.
 
     The usec columns are one-way latency for ping-pong tests (``lat_*``) and per-message
     overhead for streaming ones (``overhead_*``); ``pingpong`` says which when the caller knows
-    the test, else the column title does (releases before 1.10 title both "latency").
+    the test, else the column title does (releases before 1.10 title both "latency"). Several
+    tests in one text (a script's ``=== name ===`` banners, ``-b`` batch files) are one record
+    each, with ``ucx_test`` set to the name printed; a test cut before its final row has none.
     """
     text = clean(text)
-    lines = text.splitlines()
-    header = next((ln for ln in lines if "# iterations" in ln), None)
-    rows: list[tuple[str, list[float]]] = []
-    if header is not None:
-        for line in lines[lines.index(header) + 1:]:
-            m = _ROW_RE.match(line)
-            if m:
-                rows.append((m.group(1) or "", [float(t.replace(",", "")) for t in m.group(2).split()]))
-    staged = "Stage" in (header or "")
-    final = next((nums for label, nums in reversed(rows) if label == "Final:"), None)
-    if final is None and not staged and rows:
-        final = rows[-1][1]  # before ucx 1.10 the final row is the last row, unlabelled
-    if final is None or len(final) not in (4, 8):
+    out: list[Record] = []
+    for section in _sections(text.splitlines()):
+        header = section["header"]
+        staged = header.count("|") > 2 and header.split("|")[1].strip() not in ("", "# iterations")
+        cols = [c.strip() for c in header.split("|")]
+        pct = _col_name(cols[3 if staged else 2] if len(cols) > 3 else "")
+        is_pingpong = pingpong if pingpong is not None else "latency (usec)" in section.get("usec", "")
+        kind = "lat" if is_pingpong else "overhead"
+        for name, final in _finals(section):
+            rec: Record = {}
+            test_name = section["name"] or (name if name and name != "Final:" else None)
+            if test_name:
+                rec["ucx_test"] = test_name
+            rec["iterations"] = int(final[0])
+            if len(final) == 8:
+                rec[f"{kind}_{pct}_us"] = final[1]
+                lat_all, bw_mib, rate = final[3], final[5], final[7]
+            else:  # -T > 1: iterations, overall latency, overall bandwidth, overall message rate
+                lat_all, bw_mib, rate = final[1], final[2], final[3]
+            rec[f"{kind}_avg_us"] = lat_all
+            rec["bw_avg_gbps"] = round(bw_mib * MIB * 8 / 1e9, 6)
+            rec["bw_avg_MBps_tool"] = bw_mib
+            rec["msg_rate_mpps"] = round(rate / 1e6, 6)
+            if section.get("Message size", "").isdigit():
+                rec["size_bytes"] = int(section["Message size"])
+            if section.get("Test"):
+                rec["ucx_test_desc"] = section["Test"]
+            out.append(rec)
+    if not out:
         raise classify_error(text) or _no_result(text)
-    if pingpong is None:
-        pingpong = any("latency (usec)" in ln for ln in lines)
-    kind = "lat" if pingpong else "overhead"
-    pct = _col_name((header or "").split("|")[3 if staged else 2].strip() if header else "")
-    rec: Record = {"iterations": int(final[0])}
-    if len(final) == 8:
-        rec[f"{kind}_{pct}_us"] = final[1]
-        lat_all, bw_mib, rate = final[3], final[5], final[7]
-    else:  # -T > 1: iterations, overall latency, overall bandwidth, overall message rate
-        lat_all, bw_mib, rate = final[1], final[2], final[3]
-    rec[f"{kind}_avg_us"] = lat_all
-    rec["bw_avg_gbps"] = round(bw_mib * MIB * 8 / 1e9, 6)
-    rec["bw_avg_MBps_tool"] = bw_mib
-    rec["msg_rate_mpps"] = round(rate / 1e6, 6)
-    size = re.search(r"\|\s*Message size:\s*(\d+)", text)
-    if size:
-        rec["size_bytes"] = int(size.group(1))
-    test = re.search(r"\|\s*Test:\s*(.*?)\s*\|", text)
-    if test:
-        rec["ucx_test_desc"] = test.group(1)
-    return [rec]
+    return out
 
 
 def classify_error(text: str, rc: int | None = None) -> ToolFailure | None:
