@@ -79,7 +79,7 @@ def test_a_reading_without_its_number_names_the_line() -> None:
 def test_listed_and_exit_codes(tmp_path: Path) -> None:
     assert "T.Limit" in describe()["nvidia-smi-q"] and "Module Power Readings" in describe()["nvidia-smi-q"]
     other = tmp_path / "other.txt"
-    other.write_text("GPU 00000000:01:00.0\n    FB Memory Usage\n        Total : 15360 MiB\n")
+    other.write_text("GPU 00000000:01:00.0\n    ECC Errors\n        Volatile\n            SRAM Correctable : 0\n")
     res = subprocess.run([sys.executable, "-m", "benchharness", "parse", "nvidia-smi-q", str(other)],
                          capture_output=True, text=True, timeout=60, check=False)
     assert res.returncode == 3, (res.returncode, res.stdout)

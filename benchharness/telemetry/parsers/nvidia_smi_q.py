@@ -14,6 +14,16 @@ sections are indented 4 spaces and their ``Label : value`` lines 8. The sections
   from about R535 ``GPU Power Readings`` (``Current`` / ``Requested Power Limit``; R550 and later
   ``Average`` and ``Instantaneous Power Draw``), ``GPU Memory Power Readings`` and ``Module Power
   Readings`` (Grace Hopper / Blackwell modules), ``Power Samples`` (``-d POWER``).
+* ``FB Memory Usage`` (``Total``, ``Reserved`` from about R510, ``Used``, ``Free`` in MiB), ``BAR1
+  Memory Usage`` and, from about R535, ``Conf Compute Protected Memory Usage`` (``-d MEMORY``):
+  ``memory`` -> ``fb`` / ``bar1`` / ``protected`` -> ``total_mib``, ``reserved_mib``, ``used_mib``,
+  ``free_mib``. Only the GPU's own sections count: the ``FB Memory Usage`` of a MIG device (under
+  ``MIG Devices``, indented deeper) or of a vGPU (``nvidia-smi vgpu -q``) is not the GPU's.
+* ``Utilization`` (``GPU : 0 %``, ``Memory``, ``Encoder``, ``Decoder``, R535 on ``JPEG``, ``OFA``) and
+  the ``-d UTILIZATION`` samples (``GPU Utilization Samples`` ...): ``utilization`` -> ``current`` /
+  ``gpu_samples`` / ``memory_samples`` / ``encoder_samples`` / ``decoder_samples`` / ``jpeg_samples`` /
+  ``ofa_samples`` -> ``gpu_pct`` ...
+* ``Performance State : P8`` (``-d PERFORMANCE``): ``performance_state``.
 * ``Clocks`` (``Graphics : 1410 MHz``, ``SM``, ``Memory``, ``Video``), ``Applications Clocks``,
   ``Default Applications Clocks``, ``Deferred Clocks``, ``Max Clocks``, ``Max Customer Boost
   Clocks`` and, with ``-d CLOCK``, ``SM Clock Samples`` / ``Memory Clock Samples``: ``clocks`` ->
@@ -22,7 +32,7 @@ sections are indented 4 spaces and their ``Label : value`` lines 8. The sections
   Policy`` and ``Voltage`` are not read).
 
 Each ``Label : N unit`` line becomes ``snake(label)`` with the unit as suffix (``C`` -> ``_c``,
-``W`` -> ``_w``, ``MHz`` -> ``_mhz``, ``sec`` -> ``_s``): ``gpu_current_temp_c``, ``gpu_shutdown_tlimit_temp_c``,
+``W`` -> ``_w``, ``MHz`` -> ``_mhz``, ``sec`` -> ``_s``, ``MiB`` -> ``_mib``, ``%`` -> ``_pct``): ``gpu_current_temp_c``, ``gpu_shutdown_tlimit_temp_c``,
 ``average_power_draw_w``. ``N/A`` and the like are absent (the driver cannot give them), never 0.
 Each power scope also gets ``draw_w`` (average, else instantaneous, else ``Power Draw``) and
 ``limit_w`` (``Current``, else ``Enforced``, else ``Power Limit``), the same fact across versions.
@@ -46,11 +56,25 @@ _SECTIONS = {"temperature": ("temperature", None), "power readings": ("power", "
              "default applications clocks": ("clocks", "default_applications"),
              "deferred clocks": ("clocks", "deferred"), "max clocks": ("clocks", "max"),
              "max customer boost clocks": ("clocks", "max_customer_boost"),
-             "sm clock samples": ("clocks", "sm_samples"), "memory clock samples": ("clocks", "memory_samples")}
-_UNITS = {"c": "_c", "w": "_w", "mw": "_mw", "mhz": "_mhz", "sec": "_s", "s": "_s", "ms": "_ms"}
+             "sm clock samples": ("clocks", "sm_samples"), "memory clock samples": ("clocks", "memory_samples"),
+             "fb memory usage": ("memory", "fb"), "bar1 memory usage": ("memory", "bar1"),
+             "conf compute protected memory usage": ("memory", "protected"),
+             "utilization": ("utilization", "current"),
+             "gpu utilization samples": ("utilization", "gpu_samples"),
+             "memory utilization samples": ("utilization", "memory_samples"),
+             "enc utilization samples": ("utilization", "encoder_samples"),
+             "encoder utilization samples": ("utilization", "encoder_samples"),
+             "dec utilization samples": ("utilization", "decoder_samples"),
+             "decoder utilization samples": ("utilization", "decoder_samples"),
+             "jpg utilization samples": ("utilization", "jpeg_samples"),
+             "jpeg utilization samples": ("utilization", "jpeg_samples"),
+             "ofa utilization samples": ("utilization", "ofa_samples")}
+_UNITS = {"c": "_c", "w": "_w", "mw": "_mw", "mhz": "_mhz", "sec": "_s", "s": "_s", "ms": "_ms",
+          "kib": "_kib", "mib": "_mib", "gib": "_gib", "%": "_pct"}
 _ABSENT = {"n/a", "[n/a]", "not supported", "[not supported]", "unknown error", "[unknown error]",
            "[insufficient permissions]", "unknown"}
-_NUMBER = re.compile(r"^(-?\d+(?:\.\d+)?)\s*([A-Za-z]+)?$")
+_NUMBER = re.compile(r"^(-?\d+(?:\.\d+)?)\s*([A-Za-z]+|%)?$")
+_PSTATE = re.compile(r"^Performance State$", re.IGNORECASE)
 
 
 def _value(label: str, raw: str, line_no: int, line: str) -> tuple[str, Any] | None:
@@ -64,7 +88,7 @@ def _value(label: str, raw: str, line_no: int, line: str) -> tuple[str, Any] | N
         if unit and unit not in _UNITS:
             raise unreadable(line_no, line, f"nvidia-smi -q: unit {m.group(2)!r} not known")
         return key + _UNITS.get(unit, ""), value
-    if re.search(r"\s(?:C|W|MHz|sec)$", raw):
+    if re.search(r"\s(?:C|W|MHz|sec|MiB|%)$", raw):
         raise unreadable(line_no, line, "nvidia-smi -q: a reading without its number")
     return key, raw
 
@@ -85,6 +109,7 @@ def _sections(text: str) -> list[dict[str, Any]]:
     current: dict[str, Any] | None = None
     where: tuple[str, str | None] | None = None
     indent = 0
+    base: int | None = None  # the indent of the GPU's own lines (4); deeper ones belong to a MIG device
     for line_no, raw in enumerate(text.splitlines(), 1):
         if not raw.strip():
             continue
@@ -92,25 +117,33 @@ def _sections(text: str) -> list[dict[str, Any]]:
         if m:
             current = {"gpu": m.group(1)}
             gpus.append(current)
-            where = None
+            where, base = None, None
             continue
         parts = _LINE.match(raw)
         if not parts:
             continue
         depth, label, value = len(parts.group(1)), parts.group(2), parts.group(3)
+        if current is not None and base is None:
+            base = depth
+        if where is not None and depth <= indent:
+            where = None
         section = _SECTIONS.get(label.strip().lower()) if not value else None
-        if section:
+        if section and (base is None or depth <= base):
             if current is None:  # an excerpt without its GPU line
                 current = {"gpu": "0"}
                 gpus.append(current)
+                base = depth
             where, indent = section, depth
             continue
-        if where is None or current is None:
+        if where is None and value and _PSTATE.match(label) and (base is None or depth <= base):
+            if current is None:
+                current = {"gpu": "0"}
+                gpus.append(current)
+                base = depth
+            if value.lower() not in _ABSENT:
+                current["performance_state"] = value
             continue
-        if depth <= indent:
-            where = None
-            continue
-        if value is None:
+        if where is None or current is None or value is None:
             continue
         got = _value(label, value, line_no, raw)
         if got is None:
@@ -140,8 +173,9 @@ def parse_q(text: str) -> list[dict[str, Any]]:
 
 PARSERS = {"nvidia-smi-q": parse_q}
 READS = {
-    "nvidia-smi-q": "nvidia-smi -q [-d TEMPERATURE,POWER,PERFORMANCE,CLOCK] (drivers R4xx-R595): Temperature "
-                    "(absolute and T.Limit-relative), Power Readings / GPU, GPU Memory and Module Power "
-                    "Readings, Power Samples, Clocks (current, applications, max, samples), \"Clocks "
-                    "Throttle Reasons\" / \"Clocks Event Reasons\" and their counters",
+    "nvidia-smi-q": "nvidia-smi -q [-d TEMPERATURE,POWER,PERFORMANCE,CLOCK,MEMORY,UTILIZATION] (drivers R4xx-R595, "
+                    "Linux and Windows): Temperature (absolute and T.Limit-relative), Power Readings / GPU, GPU "
+                    "Memory and Module Power Readings, Power Samples, Clocks (current, applications, max, samples), "
+                    "FB / BAR1 / Conf Compute Protected Memory Usage (MiB), Utilization and its samples, Performance State, \"Clocks Throttle Reasons\" / "
+                    "\"Clocks Event Reasons\" and their counters",
 }
