@@ -28,7 +28,9 @@ from benchharness.tools.textclean import clean
 #: What ``bench parse nccl-tests`` / ``rccl-tests`` read (``bench parse --list``).
 READS = {
     "nccl-tests": "nccl-tests *_perf stdout (2.x to 2.20: the old max-delta 'error' column without root, "
-                  "#wrong with N/A, 2.20's per-iteration i_* columns; any collective: all_reduce, all_gather, "
+                  "#wrong with N/A, 2.20's per-iteration i_* columns; the version line with its git hash and "
+                  "nccl-headers / nccl-library codes, 'Rank N Group G Pid' lines with PCI-domain bus ids "
+                  "(K80 to B200 and GB10); any collective: all_reduce, all_gather, "
                   "alltoall, broadcast, sendrecv ... seen; 1 to 64 ranks) under mpirun / srun -l / "
                   "--tag-output, with NCCL INFO/WARN lines between rows, elided rows, Markdown-damaged "
                   "headers; out-of-place and in-place rows, the Avg bus bandwidth footer; wrong results and "
@@ -50,7 +52,10 @@ _RANK = re.compile(r"^#?\s*Rank\s+(\d+)(?:\s+Group\s+(\d+))?\s+Pid\s+(\d+)\s+on\
 _OOB = re.compile(r"^#\s*Out of bounds values\s*:\s*(\d+)\s*(OK|FAILED)?")
 _AVG = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(\S+)\s*(OK|FAILED)?")
 _START = re.compile(r"^#\s*Collective test starting:\s*(\S+)")
-_VERSION = re.compile(r"^#\s*nccl-tests version (\S+)(?: nccl-headers=(\d+) nccl-library=(\d+))?")
+# "# nccl-tests version 2.20.0 (b4d5bee) nccl-headers=23102 nccl-library=23102": the git hash in
+# parentheses since 2.14-ish builds from a checkout; headers / library are NCCL_VERSION_CODEs
+_VERSION = re.compile(r"^#\s*nccl-tests version (\S+)(?:\s+\([0-9A-Za-z._-]+\))?"
+                      r"(?:\s+nccl-headers=(\d+)\s+nccl-library=(\d+))?")
 _RCCL_VERSION = re.compile(r"^rccl-tests: Version (\S+)")
 _CYCLE = re.compile(r"^#\s*Testing (\d+) cycle")
 # the benchmark's program on a command line pasted above the output (``mpirun ... ./build/broadcast_perf
