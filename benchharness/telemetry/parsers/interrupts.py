@@ -8,7 +8,8 @@ A row of a many-CPU machine that a terminal or a mail wrapped goes on over the n
 counts, then the chip and name), the header likewise over several lines of ``CPUn`` names; a copy
 that lost its line ends (``... ice-enp59s0f1-TxRx-32 293:   0   0``) starts the next row where its
 ``N:`` stands. With a header, a row whose counts do not fill its CPU columns before the chip is an
-error naming the line.
+error naming the line. A row without its chip and name, where the listing stops (a cut paste),
+is kept with the counts printed and ``cut: true``.
 """
 
 from __future__ import annotations
@@ -68,18 +69,23 @@ def parse_interrupts(text: str) -> dict[str, Any]:
     lines = undecorate(text).split("\n")
     cpus, rows = _rows(lines)
     irqs: list[dict[str, Any]] = []
-    for line_no, irq, row in rows:
+    for at, (line_no, irq, row) in enumerate(rows):
         tokens = list(row)
         limit = len(cpus) if cpus is not None else len(tokens)
         counts: list[int] = []
         while tokens and len(counts) < limit and tokens[0].isdigit():
             counts.append(int(tokens.pop(0)))
-        if cpus is not None and len(counts) < len(cpus) and tokens:
+        if cpus is not None and len(counts) < len(cpus) and (tokens or at < len(rows) - 1):
             raise unreadable(line_no, lines[line_no - 1], f"{len(counts)} counts under {len(cpus)} CPU columns")
         chip = tokens.pop(0) if tokens else None
         hwirq = tokens.pop(0) if len(tokens) > 1 and _HWIRQ.match(tokens[0]) else None
-        irqs.append({"irq": int(irq), "counts": counts, "total": sum(counts), "chip": chip,
-                     "hwirq": hwirq, "name": " ".join(tokens) or None})
+        record = {"irq": int(irq), "counts": counts, "total": sum(counts), "chip": chip,
+                  "hwirq": hwirq, "name": " ".join(tokens) or None}
+        if chip is None:
+            # the listing stops inside this row (a paste or a terminal cut it): its chip and name
+            # are lost, and its counts may be too (``total`` counts only the CPUs printed)
+            record["cut"] = True
+        irqs.append(record)
     return {"cpus": cpus, "irqs": irqs}
 
 
@@ -87,4 +93,5 @@ PARSERS = {"interrupts": parse_interrupts}
 READS = {"interrupts": "/proc/interrupts (kernel 2.6 to 6.x; x86 IO-APIC/PCI-MSI/IR-PCI-MSIX-<BDF>, ARM GICv3, "
                        "Hyper-V PCIe MSI chips): per IRQ its count on each CPU, chip, hwirq and name (mlx5_comp<N>@pci:"
                        "<BDF>, ice-<dev>-TxRx-<N>, bnxt_en, ionic, virtio, i40e queues); with or without the CPU "
-                       "header, grep excerpts, rows and headers wrapped over several lines, rows run together"}
+                       "header, grep excerpts, rows and headers wrapped over several lines, rows run together, a last "
+                       "row cut before its chip (kept with cut: true)"}

@@ -23,6 +23,9 @@ _HEADER = re.compile(rf"^({_BDF}(?:/(?:[0-9a-fA-F]{{2}}:)?[0-9a-fA-F]{{2}}\.[0-7
 _PREFIX = re.compile(r"^lspci(?:\s+-[\w-]+)*:\s?")
 #: DevSta error bits (pciutils >= 3.6 names, older ``UncorrErr`` / ``UnsuppReq`` spellings too).
 _DEVSTA_ERRORS = ("CorrErr", "NonFatalErr", "UncorrErr", "FatalErr", "UnsupReq", "UnsuppReq")
+#: The unindented rest of a wrapped header line: no "Field:" line, no ACS/flag line (``Stepping-``).
+_NAME_TAIL = re.compile(r"^(?![A-Za-z][\w ./()#-]*:(?:\s|$))(?!.*\b\w+[+-](?:\s|$))\S.*$")
+_FIELD = re.compile(r"^(?:\s+\S|[A-Za-z][\w ./()#-]*:(?:\s|$))")
 _SPEED = re.compile(r"Speed\s+([0-9.]+GT/s|unknown)(?:\s*\(([^)]*)\))?", re.IGNORECASE)
 _WIDTH = re.compile(r"Width\s+x(\d+)(?:\s*\(([^)]*)\))?")
 
@@ -150,6 +153,10 @@ def parse_lspci(text: str) -> list[dict[str, Any]]:
                 devices.append(parse_device(current[0], current[1], body))
             current, body = (m.group(1), (m.group(2), m.group(3))), []
         elif current:
+            if len(body) == 1 and _NAME_TAIL.match(body[0]) and _FIELD.match(line):
+                # a device name a mail or terminal wrapped: its tail on the line after the header,
+                # unindented and no "Field:" line, with the device's fields going on after it
+                current = (current[0], (current[1][0], f"{current[1][1].rstrip()} {body.pop().strip()}"))
             body.append(line)
     if current:
         devices.append(parse_device(current[0], current[1], body))
@@ -167,5 +174,5 @@ READS = {"lspci": "lspci [-v|-vv|-vvv] [-k] [-nn] [-D] [-P|-PP] [-s BDF] [-d VEN
                   "without 3.11's (ok)/(downgraded) notes; five-digit VMD domains): LnkCap/LnkSta speed, width, "
                   "downgraded, DevCap/DevCtl MaxPayload and MaxReadReq, DevSta error bits, the AER capability's "
                   "UESta/CESta bits set, NUMA node, kernel driver and modules, SR-IOV VFs, -nn class and vendor:device codes; grep excerpts of "
-                  "LnkCap/LnkSta/DevSta/DevCtl lines without device headers, '> '-quoted mail copies, Debian "
-                  "reports' 'lspci -knn: ' line prefixes"}
+                  "LnkCap/LnkSta/DevSta/DevCtl lines without device headers, '> '-quoted mail copies (a device name "
+                  "wrapped onto the next line joined), Debian reports' 'lspci -knn: ' line prefixes"}
