@@ -28,13 +28,18 @@ _SETTING_KEYS = frozenset({"Speed", "Duplex", "Lanes", "Port", "Auto-negotiation
 
 def parse_settings(text: str) -> dict[str, Any]:
     """Speed (``speed_mbps``, None when ``Unknown!``), lanes, duplex (None when ``Unknown! (255)``),
-    port, autoneg, link detected, supported / advertised link modes (``Not reported`` -> ``[]``), and
-    ``--show-fec``'s ``Active FEC encoding`` / ``Configured FEC encodings`` lines.
+    port, autoneg, link detected, supported / advertised / link-partner link and FEC modes
+    (``Not reported`` -> ``[]``), and ``--show-fec``'s lines: ``Active FEC encoding``, the configured
+    encodings (``Configured FEC encodings:`` of ioctl ethtool, ``Supported/Configured FEC
+    encodings:`` of netlink ethtool) and, with ``-I``, its ``Statistics:`` block as ``fec_stats``
+    (``corrected_blocks``, ``uncorrectable_blocks``, the 6.18 ``fec_symbol_err_N[_to_M]`` histogram
+    bins) with per-lane values (``[ per_lane: a, b ]`` or older ``Lane N: v`` lines) in
+    ``fec_stats_lanes``.
 
     A pasted session that shows the port more than once (``grep -A 3 'Speed: '`` before and after an
     ``ethtool -s``) reads as its last show. Text without any settings line is an error naming its
     first line."""
-    if re.search(r"^\s*(?:>\s*)*\[\s*\{", text, re.MULTILINE) and '"ifname"' in text:
+    if _json_start(text) is not None:
         return _settings_json(text)
     out: dict[str, Any] = {"netdev": None, "supported_link_modes": [], "advertised_link_modes": []}
     text = clean_text(text)
@@ -42,8 +47,23 @@ def parse_settings(text: str) -> dict[str, Any]:
     if m:
         out["netdev"] = m.group(1)
     current_list: str | None = None
+    stats: dict[str, int] | None = None  # inside --show-fec's "Statistics:" block
+    stat: str | None = None  # the statistic whose "Lane N:" lines follow
     seen = False
     for line in text.splitlines():
+        if stats is not None:
+            fm = re.match(r"^\s+([A-Za-z][\w-]*):\s*(\d+)(?:\s*\[\s*per_lane:\s*([\d,\s]+)\])?\s*$", line)
+            if fm:
+                stat = fm.group(1)
+                stats[stat] = int(fm.group(2))
+                if fm.group(3):
+                    out["fec_stats_lanes"][stat] = [int(v) for v in fm.group(3).replace(",", " ").split()]
+                continue
+            lm = re.match(r"^\s+Lane\s+(\d+):\s*(\d+)\s*$", line)
+            if lm and stat:
+                out["fec_stats_lanes"].setdefault(stat, []).append(int(lm.group(2)))
+                continue
+            stats = stat = None  # anything else (a prompt, the next show) ends the block
         if ":" not in line:
             if current_list and line.strip() and line[:1].isspace():
                 out[current_list].extend(line.split())
@@ -58,7 +78,7 @@ def parse_settings(text: str) -> dict[str, Any]:
             if value and value != "Not reported":
                 out[current_list].extend(value.split())
             continue
-        if key in _SETTING_KEYS or key.startswith("FEC encodings"):
+        if key in _SETTING_KEYS or key in _FEC_CONFIGURED:
             seen = True
         if key == "Speed":
             out["speed_raw"] = value
@@ -74,21 +94,50 @@ def parse_settings(text: str) -> dict[str, Any]:
             out["autoneg"] = value == "on"
         elif key == "Link detected":
             out["link_detected"] = value == "yes"
-        elif key in ("Active FEC encoding", "Configured FEC encodings", "FEC encodings"):
-            out["fec_configured" if key != "Active FEC encoding" else "fec_active"] = value
+        elif key == "Active FEC encoding":
+            out["fec_active"] = value
+        elif key in _FEC_CONFIGURED:
+            out["fec_configured"] = value
+        elif key == "Statistics" and not value and out.get("fec_active") is not None:
+            stats = out["fec_stats"] = {}
+            out["fec_stats_lanes"] = {}
     if not seen and text.strip():
         first = next(line for line in text.splitlines() if line.strip())
         raise unreadable(text.splitlines().index(first) + 1, first, "no ethtool link settings line")
     return out
 
 
-def _settings_json(text: str) -> dict[str, Any]:
-    """``ethtool --json DEV``: a list of one object per device (the last one read). A mail's quote
-    marks, the command line and a ``[sudo] password`` prompt around it are passed over; a string
-    a mail wrapped across lines (``"1000baseT/`` + ``Full"``) is joined again."""
+#: the ``--show-fec`` line naming the configured encodings: ioctl ethtool (and its first releases),
+#: netlink ethtool 5.x, and ``Supported/Configured`` (ethtool 6.x, both paths)
+_FEC_CONFIGURED = frozenset({"Configured FEC encodings", "FEC encodings", "Supported/Configured FEC encodings"})
+
+
+def _json_start(text: str) -> int | None:
+    """Index of the line that opens an ``ethtool --json`` document (``[ {`` on one line, or ``[``
+    alone before ``{`` as ``jq`` prints it), None when the text holds none."""
+    if '"ifname"' not in text:
+        return None
     lines = undecorate(text).splitlines()
-    start = next(i for i, line in enumerate(lines) if re.match(r"^\s*\[\s*\{", line))
-    end = max((i for i, line in enumerate(lines) if re.search(r"\}\s*\]\s*$", line)), default=len(lines) - 1)
+    for i, line in enumerate(lines):
+        if re.match(r"^\s*\[\s*\{", line):
+            return i
+        if re.match(r"^\s*\[\s*$", line):
+            following = next((ln for ln in lines[i + 1:] if ln.strip()), "")
+            if re.match(r"^\s*\{", following):
+                return i
+    return None
+
+
+def _json_devices(text: str) -> tuple[list[dict[str, Any]], str, int]:
+    """The device objects of an ``ethtool --json`` document, its opening line and number. A mail's
+    quote marks, the command line and a ``[sudo] password`` prompt around it are passed over; a
+    string a mail wrapped across lines (``"1000baseT/`` + ``Full"``) is joined again."""
+    lines = undecorate(text).splitlines()
+    start = _json_start(text)
+    assert start is not None
+    end = max((i for i, line in enumerate(lines)
+               if i >= start and (re.search(r"\}\s*\]\s*$", line) or re.match(r"^\s*\]\s*$", line))),
+              default=len(lines) - 1)
     body = lines[start:end + 1]
     try:
         data = json.loads("\n".join(body))
@@ -97,15 +146,24 @@ def _settings_json(text: str) -> dict[str, Any]:
             data = json.loads("".join(body))
         except json.JSONDecodeError as exc:
             raise unreadable(start + 1, lines[start], f"ethtool --json output that is not JSON ({exc.msg})") from exc
-    dev = data[-1] if isinstance(data, list) and data else data
-    if not isinstance(dev, dict):
+    devices = [d for d in (data if isinstance(data, list) else [data]) if isinstance(d, dict)]
+    if not devices:
         raise unreadable(start + 1, lines[start], "ethtool --json output without a device object")
+    return devices, lines[start], start + 1
+
+
+def _settings_json(text: str) -> dict[str, Any]:
+    """``ethtool --json DEV`` (5.10+) or ``ethtool --json [-I] --show-fec DEV`` (``config`` /
+    ``active`` lists, ``statistics`` with ``total`` / ``lanes`` and the ``hist`` bins): a list of one
+    object per device (the last one read)."""
+    dev = _json_devices(text)[0][-1]
     out: dict[str, Any] = {"netdev": dev.get("ifname"), "supported_link_modes": [], "advertised_link_modes": []}
     for key, name in _JSON_LISTS.items():
         if key in dev:
             out[name] = list(dev[key] or [])
     speed = dev.get("speed")
-    out["speed_mbps"] = speed if isinstance(speed, int) and 0 < speed < 0xFFFFFFFF else None
+    if "speed" in dev or "duplex" in dev or any(key in dev for key in _JSON_LISTS) or "config" not in dev:
+        out["speed_mbps"] = speed if isinstance(speed, int) and 0 < speed < 0xFFFFFFFF else None
     if "duplex" in dev:
         duplex = dev["duplex"]
         out["duplex"] = None if not duplex or str(duplex).startswith("Unknown") else duplex
@@ -114,6 +172,26 @@ def _settings_json(text: str) -> dict[str, Any]:
     for key, name in (("port", "port"), ("auto-negotiation", "autoneg"), ("link-detected", "link_detected")):
         if key in dev:
             out[name] = dev[key]
+    for key, name in (("config", "fec_configured"), ("active", "fec_active")):
+        if key in dev:
+            value = dev[key]
+            out[name] = " ".join(str(v) for v in value) if isinstance(value, list) else value
+    if isinstance(dev.get("statistics"), dict):
+        stats: dict[str, int] = {}
+        lanes: dict[str, list[int]] = {}
+        for key, value in dev["statistics"].items():
+            if isinstance(value, dict) and isinstance(value.get("total"), int):
+                stats[key] = value["total"]
+                if isinstance(value.get("lanes"), list):
+                    lanes[key] = [int(v) for v in value["lanes"]]
+            elif key == "hist" and isinstance(value, list):
+                for b in (b for b in value if isinstance(b, dict) and isinstance(b.get("total"), int)):
+                    low, high = b.get("bin_low"), b.get("bin_high")
+                    name = f"fec_symbol_err_{low}" + (f"_to_{high}" if high != low else "")
+                    stats[name] = b["total"]
+                    if isinstance(b.get("lanes"), list):
+                        lanes[name] = [int(v) for v in b["lanes"]]
+        out["fec_stats"], out["fec_stats_lanes"] = stats, lanes
     return out
 
 
@@ -149,6 +227,13 @@ def parse_stats(text: str) -> dict[str, Any]:
     twice (virtio's 32-character names cut to the same text) keeps its first value. Text without
     any counter is an error naming its first line."""
     counters: dict[str, int] = {}
+    if _json_start(text) is not None:
+        for dev in _json_devices(text)[0]:
+            _flatten_stats(dev, "", counters)
+        if counters:
+            return {"counters": counters, "highlights": highlights(counters)}
+        _, line, number = _json_devices(text)
+        raise unreadable(number, line, "ethtool --json -S output without a counter")
     lines = clean_text(text).splitlines()
     for line in lines:
         m = re.match(r"^\s*(\S.*?):\s+(-?\d+)\s*$", line)
@@ -158,6 +243,27 @@ def parse_stats(text: str) -> dict[str, Any]:
         first = next((i, line) for i, line in enumerate(lines, 1) if line.strip())
         raise unreadable(first[0], first[1], "no ethtool -S counter line")
     return {"counters": counters, "highlights": highlights(counters)}
+
+
+def _flatten_stats(obj: dict[str, Any], prefix: str, counters: dict[str, int]) -> None:
+    """``ethtool --json -S``: the names the text form prints. A standard group's object
+    (``"eth-phy": {"SymbolErrorDuringCarrier": 1}``) -> ``eth-phy-SymbolErrorDuringCarrier``; an
+    RMON histogram (``"pktsNtoM"`` / ``"rx-pktsNtoM"``: ``{low, high, val}`` buckets) ->
+    ``rmon[-rx]-etherStatsPkts64Octets`` / ``128to255Octets`` / ``1024toMaxOctets``; driver
+    counters keep their names."""
+    for key, value in obj.items():
+        if isinstance(value, bool):
+            continue
+        if isinstance(value, int):
+            counters.setdefault(prefix + key, value)
+        elif isinstance(value, dict) and not prefix:
+            _flatten_stats(value, f"{key}-", counters)
+        elif isinstance(value, list) and key.endswith("pktsNtoM"):
+            side = key[:-len("pktsNtoM")]  # "", "rx-", "tx-"
+            for bucket in (b for b in value if isinstance(b, dict) and isinstance(b.get("val"), int)):
+                low, high = bucket.get("low") or 0, bucket.get("high") or 0
+                size = f"{low}to{high}" if low and high else (str(high) if high else f"{low}toMax")
+                counters.setdefault(f"{prefix}{side}etherStatsPkts{size}Octets", bucket["val"])
 
 
 def _netdev(text: str, heading: str) -> str | None:
@@ -336,15 +442,21 @@ def parse_rx_flow_hash(text: str) -> dict[str, Any]:
 
 
 READS = {
-    "ethtool": "ethtool DEV (ethtool 4.x-6.x, ioctl or netlink; e1000, virtio, mtk_eth, mlxsw 400G switch ports, phylink): "
-               "speed (Unknown! -> none), lanes, duplex, port, autoneg, link detected, supported / advertised / "
-               "link-partner link and FEC modes (wrapped continuation lines, Not reported), --show-fec lines; "
-               "grep excerpts, prompts, several shows (the last); ethtool --json DEV (5.10+), mail-quoted or wrapped",
+    "ethtool": "ethtool DEV (ethtool 4.x-6.x, ioctl or netlink; e1000, virtio, mtk_eth, fbnic, mlxsw 100G/400G switch ports "
+               "with Lanes, phylink): speed (Unknown! -> none), lanes, duplex, port, autoneg, link detected, supported / "
+               "advertised / link-partner link and FEC modes (wrapped continuation lines, Not reported, a block printed "
+               "twice: the last); ethtool [-I] --show-fec DEV: Configured / Supported/Configured FEC encodings (ice E810, "
+               "fbnic), Active FEC encoding, -I Statistics (corrected / uncorrectable blocks, the 6.18 fec_symbol_err "
+               "histogram, per-lane values); grep excerpts, prompts, several shows (the last); ethtool --json DEV (5.10+) "
+               "and --json --show-fec (config / active / statistics with hist bins), mail-quoted or wrapped",
     "ethtool-i": "ethtool -i DEV (mlx5_core and mlx4_en with firmware (PSID), fsl_dpaa2_eth, any driver's key: value form): "
                  "driver, version, firmware and PSID, bus-info, supports-* flags",
     "ethtool-S": "ethtool -S DEV (mlx5_core, ice, bnxt_en, bnx2x, ena, gve, ionic, virtio_net ...): every counter, "
                  "with or without the NIC statistics: header and indentation; per-queue names ([N]: x, rx_0_x, "
-                 "x[N], queue_N_x) kept out of the port-wide highlights (pause / PFC rx_prioN_pause, discards)",
+                 "x[N], queue_N_x) kept out of the port-wide highlights (pause / PFC rx_prioN_pause, discards); "
+                 "ethtool -S DEV --groups eth-phy|eth-mac|eth-ctrl|rmon / --all-groups (5.13+: Stats for / Standard "
+                 "stats for, group-Name lines, fbnic); ethtool --json -S (a device object per group, the rmon "
+                 "pktsNtoM buckets; jq-printed) read with the text form's names",
     "ethtool-k": "ethtool -k DEV (Features for / old Offload parameters for): on/off, [fixed], [requested on]; "
                  "grep excerpts, mail quotes, Markdown fences",
     "ethtool-l": "ethtool -l DEV: RX/TX/Other/Combined, pre-set maximums and current (n/a -> none); prompts, quotes",

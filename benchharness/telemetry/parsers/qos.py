@@ -1,11 +1,12 @@
 """RoCE QoS settings of a NIC: PFC per priority, trust mode, ECN (what lossless RoCE needs).
 
-``mlnx_qos -i NETDEV`` (MLNX_OFED / mlnx-tools), ``dcb pfc show dev NETDEV`` (iproute2) and the
+``mlnx_qos -i NETDEV`` (MLNX_OFED / mlnx-tools), ``dcb [-j] pfc show dev NETDEV`` (iproute2) and the
 mlx5 ECN switches in sysfs (``/sys/class/net/NETDEV/ecn/roce_{np,rp}/enable/<prio>``).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -69,6 +70,8 @@ def parse_dcb_pfc(text: str) -> dict[str, Any]:
     {prio: n}, "indications": {prio: n}}`` (``prio-pfc``, or ``pg-pfc`` of the first releases).
     In a pasted session (show, ``dcb pfc set``, show again) the set command lines are not output
     and the last show is the device's current state."""
+    if '"prio_pfc"' in text:
+        return _dcb_pfc_json(text)
     text = _DCB_SET.sub("", text)
     pfc = _mapping(text, "prio-pfc") or _mapping(text, "pg-pfc")
     if pfc is None:
@@ -80,6 +83,35 @@ def parse_dcb_pfc(text: str) -> dict[str, Any]:
     for key in ("requests", "indications"):
         counts = _mapping(text, key)
         out[key] = {p: int(v) for p, v in counts.items()} if counts else None
+    return out
+
+
+def _dcb_pfc_json(text: str) -> dict[str, Any]:
+    """``dcb -j [-p] [-s] pfc show dev X`` (iproute2 dcb/dcb_pfc.c): one object with ``pfc_cap``,
+    ``macsec_bypass``, ``delay``, ``prio_pfc`` (eight booleans, priority 0 first) and with ``-s``
+    ``requests`` / ``indications`` (eight counts). The last object of a pasted session is read;
+    prompts, ``| jq`` command lines and mail quote marks around it are passed over."""
+    lines = undecorate(text).splitlines()
+    starts = [i for i, line in enumerate(lines) if line.lstrip().startswith("{")]
+    for start in reversed(starts):
+        body = "\n".join(lines[start:])
+        try:
+            data, _ = json.JSONDecoder().raw_decode(body.lstrip())
+        except json.JSONDecodeError:
+            continue
+        if isinstance(data, dict) and isinstance(data.get("prio_pfc"), list):
+            break
+    else:
+        head = next((i for i, line in enumerate(lines) if '"prio_pfc"' in line), 0)
+        raise ValueError(f"line {head + 1}: dcb -j pfc output that is not JSON: {lines[head].strip()!r}")
+    out: dict[str, Any] = {"pfc_enabled": [p for p, on in enumerate(data["prio_pfc"]) if on is True]}
+    for key in ("pfc_cap", "delay"):
+        out[key] = data[key] if isinstance(data.get(key), int) else None
+    for key in ("requests", "indications"):
+        counts = data.get(key)
+        out[key] = {p: n for p, n in enumerate(counts) if isinstance(n, int)} if isinstance(counts, list) else None
+    if isinstance(data.get("macsec_bypass"), bool):
+        out["macsec_bypass"] = data["macsec_bypass"]
     return out
 
 
@@ -99,7 +131,9 @@ READS = {
                 "(pcp/dscp), DCBX mode, PFC enabled priorities; excerpts "
                 "without trust/DCBX lines, set -x traces with several shows (the last)",
     "dcb-pfc": "dcb [-s] pfc show dev DEV (iproute2 5.11+): pfc-cap, prio-pfc (pg-pfc of the first patch), delay, "
-               "requests/indications per priority; sessions with dcb pfc set between shows (the last)",
+               "requests/indications per priority; sessions with dcb pfc set between shows (the last); dcb -j [-p] "
+               "[-s] pfc show (JSON per iproute2 dcb_pfc.c: pfc_cap, macsec_bypass, delay, prio_pfc booleans, "
+               "requests / indications lists)",
 }
 
 PARSERS = {"mlnx_qos": parse_mlnx_qos, "dcb-pfc": parse_dcb_pfc}
