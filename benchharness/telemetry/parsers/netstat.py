@@ -56,6 +56,9 @@ _NSTAT = re.compile(rf"^({'|'.join(MIBS)})([A-Z0-9]\w*)\s+(\d+)(?:\s+[-\d.]+)?\s
 _PROC = re.compile(rf"^({'|'.join(MIBS)}):((?:\s+\S+)+)\s*$")
 _NAMED = re.compile(r"^\s+([A-Za-z][\w ]*?):\s+(\d+)\s*$")
 _LEADING = re.compile(r"^\s+(\d+)\s+(.+?)\s*$")
+#: A reader's note after a value, as tutorials publish their pastes (``4 segments retransmitted
+#: //重传报文数``, ``OutOctets: 5  # bytes sent``): not the tool's; the line is read without it.
+_ANNOTATION = re.compile(r"(?<=\S)\s+//.*$|(?<=\d)\s{2,}#.*$")
 
 
 def _key(mib: str, field: str) -> str:
@@ -69,6 +72,7 @@ def counters_of(lines: list[str]) -> tuple[dict[str, int], set[int]]:
     section: str | None = None
     pending: tuple[str, list[str]] | None = None  # a /proc/net/snmp name line
     for i, line in enumerate(lines):
+        line = _ANNOTATION.sub("", line)
         stripped = line.strip()
         if stripped == "#kernel":
             used.add(i)
