@@ -5,13 +5,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+from benchharness.tools.textclean import strip_ansi as strip_ansi  # the one ANSI reader, for the parsers
+
 _NA = {"", "n/a", "[n/a]", "na", "none", "unknown", "[not supported]", "not supported", "-"}
-
-
-def strip_ansi(text: str) -> str:
-    """Text without terminal colour escapes (mlxlink colours its values)."""
-    return _ANSI.sub("", text)
 
 
 def to_int(value: Any) -> int | None:
