@@ -33,11 +33,13 @@ from benchharness.tools.iperf3_parse import classify_error
 from benchharness.tools.textclean import clean
 
 #: What ``bench parse iperf3-text`` reads (``bench parse --list``).
-READS = {"iperf3-text": "iperf3 text output, 3.0 to 3.17 and Windows iperf3.exe builds: TCP and UDP clients "
+READS = {"iperf3-text": "iperf3 text output, 3.0 to 3.18 and Windows iperf3.exe builds: TCP and UDP clients "
                         "and server logs (several tests in one log), Bandwidth / Bitrate columns in bits/sec or "
                         "(-f K|M|G) Bytes/sec, Retr and Cwnd, UDP jitter and loss, -P [SUM] lines, -R, "
-                        "--bidir [TX-C]/[RX-C] roles, 3.0 'Test Complete. Summary Results:', prompts and "
-                        "logger prefixes; interval and summary records"}
+                        "--bidir [TX-C]/[RX-C] roles, 3.0 'Test Complete. Summary Results:', --timestamps lines "
+                        "(the default '%c ' date, other strftime dates and times, '%s' epoch seconds), prompts "
+                        "and logger prefixes; interval and summary records (intervals without a summary: "
+                        "no_results, the intervals kept with it)"}
 
 _BYTES = {"": 1, "K": 1024, "M": 1024 ** 2, "G": 1024 ** 3, "T": 1024 ** 4}
 _BITS = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}

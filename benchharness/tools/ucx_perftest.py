@@ -44,9 +44,11 @@ _NUM = r"-?[\d,]+(?:\.\d+)?"
 #: What ``bench parse ucx_perftest`` reads (``bench parse --list``).
 READS = {"ucx_perftest": "ucx_perftest client output (UCX 1.8 to 1.18: UCP and UCT tests such as tag_bw, "
                          "am_lat, put_bw; latency or overhead columns, with or without the Stage and typical "
-                         "columns; -T threads with [thread N] rows): the Final: row (before 1.10, without the Stage "
-                         "column, the last row), MB/s = MiB/s; banners, UCX WARN lines and prompts skipped; "
-                         "progress rows without a final one are refused (no_result)"}
+                         "columns, the 'Test' column of -f; -T threads with [thread N] rows): one record per test "
+                         "(several tests under '=== name ===' banners or -b batch rulers, named ucx_test), from "
+                         "its Final: row (-f: its only row; without a label column: the last row), never a "
+                         "progress row; MB/s = MiB/s; UCX WARN / PROTO_INFO lines and prompts skipped; progress "
+                         "rows without a final one are refused (no_result)"}
 
 #: a result row: ``Final:``, ``[thread N]`` (progress), a batch test's name (``-f``) or nothing, then figures
 _ROW_RE = re.compile(r"^\s*(Final:|\[thread \d+\]|[A-Za-z_][\w/.:-]*(?=\s))?\s*((?:" + _NUM + r"\s+)*" + _NUM
