@@ -37,8 +37,11 @@ NVIDIA_FIELDS = {
     "memory.total": "memory_total_mib", "memory.used": "memory_used_mib", "memory.free": "memory_free_mib",
     "utilization.gpu": "utilization_pct", "utilization.memory": "memory_utilization_pct",
     "fan.speed": "fan_speed_pct",
+    "pci.device_id": "pci_device_id", "pci.sub_device_id": "pci_sub_device_id",
 }
-_TEXT_FIELDS = {"model", "bus_id", "uuid", "driver_version", "pstate"}
+#: identifiers kept as printed (``pci.device_id`` ``0x232110DE`` is a name, not a bitmask)
+_TEXT_FIELDS = {"model", "bus_id", "uuid", "driver_version", "pstate", "pci_device_id", "pci_sub_device_id",
+                "timestamp", "serial", "vbios_version"}
 
 
 _FIELD = re.compile(r"^[A-Za-z_][\w.]*(?:\s*\[[^\]]*\])?$")
@@ -87,30 +90,62 @@ def _header(line: str) -> tuple[list[str], bool] | None:
     return None
 
 
+#: the command itself, in a prompt line or echoed: ``nvidia-smi --query-gpu=index,name --format=csv,noheader``
+_QUERY_COMMAND = re.compile(r"nvidia-smi(?:\.exe)?\b.*?--query-gpu[= ]+([\w.,]+)")
+_QUERY_FORMAT = re.compile(r"--format[= ]+([\w,]+)")
+
+
+def _command_fields(line: str) -> tuple[list[str], bool] | None:
+    """(fields, noheader?) of an ``nvidia-smi --query-gpu=... --format=...`` command line."""
+    m = _QUERY_COMMAND.search(line)
+    if m is None:
+        return None
+    form = _QUERY_FORMAT.search(line)
+    fields = [f for f in m.group(1).split(",") if f]
+    return fields, form is not None and "noheader" in form.group(1).split(",")
+
+
 def parse_nvidia_query(text: str, fields: list[str] | None = None) -> list[dict[str, Any]]:
     """``nvidia-smi --query-gpu=... --format=csv`` (header line) or ``noheader`` with ``fields``.
 
     Units in the header (``power.draw [W]``) or not (``nounits``) both work; values keep their
-    number (``20 %`` -> 20), ``[N/A]`` and ``[Not Supported]`` are None. Lines before the header
-    (the command line, a prompt) are skipped; a ``| column -s, -t`` table of it reads the same,
-    as does a paste inside a terminal's box borders. A row whose values do not match the header
-    names its line (ToolFailure ``unreadable``). Text without a header, such as ``nvidia-smi -q``
-    or a ``noheader`` capture parsed without ``fields``, gives ``[]``.
+    number (``20 %`` -> 20), ``[N/A]`` and ``[Not Supported]`` are None, a ``timestamp`` column
+    (``2024/01/15 10:01:02.345``) stays as printed. Lines before the header (the command line, a
+    prompt) are skipped; a ``| column -s, -t`` table of it reads the same, as does a paste inside a
+    terminal's box borders. A ``noheader`` capture reads with ``fields``, or with the fields of the
+    ``nvidia-smi --query-gpu=... --format=csv,noheader`` command line printed above it (a prompt
+    line or an echo). A blank line ends a table: what follows is read as rows only while it has
+    the header's number of cells (``time``'s ``real 0m0,022s``, a second prompt and header start
+    over). A row right under its header whose values do not match it names its line (ToolFailure
+    ``unreadable``). Text without a header or command, such as ``nvidia-smi -q`` or a bare
+    ``noheader`` capture parsed without ``fields``, gives ``[]``.
     """
     columns = False
     names = [NVIDIA_FIELDS.get(f, f.replace(".", "_")) for f in fields] if fields is not None else None
+    ended = False  # a blank line since the header: the table may be over
     rows: list[dict[str, Any]] = []
+    raw_lines = strip_ansi(text).replace("\r\n", "\n").replace("\r", "\n").split("\n")
     for number, line in enumerate(undecorate(text).split("\n"), 1):
+        command = _command_fields(raw_lines[number - 1]) if fields is None and number <= len(raw_lines) else None
+        if command is not None:
+            names = [NVIDIA_FIELDS.get(f, f.replace(".", "_")) for f in command[0]] if command[1] else None
+            columns, ended = False, False
+            continue
         if not line.strip():
+            ended = names is not None and fields is None
+            continue
+        found = _header(line) if fields is None else None
+        if found is not None:
+            names = [NVIDIA_FIELDS.get(f, f.replace(".", "_")) for f in found[0]]
+            columns, ended = found[1], False
             continue
         if names is None:
-            found = _header(line)
-            if found is not None:
-                names = [NVIDIA_FIELDS.get(f, f.replace(".", "_")) for f in found[0]]
-                columns = found[1]
             continue
         cells = _cells(line, columns)
         if len(cells) != len(names):
+            if ended:
+                names = None  # other text after the table
+                continue
             raise unreadable(number, line, f"{len(cells)} values for the {len(names)} fields of the header")
         rows.append({n: _value(n, v) for n, v in zip(names, cells, strict=True)})
     return rows
@@ -349,7 +384,9 @@ PARSERS = {"nvidia-smi": parse_nvidia_query, "nvidia-smi-topo": parse_nvidia_top
 READS = {
     "nvidia-smi": "nvidia-smi --query-gpu=FIELDS --format=csv[,noheader][,nounits] [-l N] (drivers R4xx-R5xx): "
                   "header with long names and [units], values with or without units, [N/A] / [Not Supported] "
-                  "absent, repeated samples; a '| column -s, -t' table; noheader only with the fields given",
+                  "absent, a timestamp column as printed, repeated samples; a '| column -s, -t' table; "
+                  "noheader with the fields given or those of the --query-gpu command line above it (prompt, "
+                  "echo or Markdown); a table ends at a blank line followed by other text (time's real/user/sys)",
     "nvidia-smi-topo": "nvidia-smi topo -m / -mp (drivers R4xx-R5xx; DGX-2, A100, H100, B200 and GB200 nodes): "
                        "GPUn/NICn (or mlx5_N) matrix (X, PIX, PXB, PHB, NODE, SYS, NV#), CPU and NUMA affinity "
                        "(single node or Grace range lists), GPU NUMA ID, the NIC legend",
