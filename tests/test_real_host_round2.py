@@ -48,3 +48,13 @@ def test_an_interrupts_row_the_listing_cut_is_marked_cut() -> None:
     with pytest.raises(ToolFailure, match="line 3: 2 counts under 3 CPU columns"):
         parse_interrupts(header + "  24:   5   6   7  PCI-MSI 1-edge  mlx5_async\n  25:   1   2\n"
                                   "  26:   1   2   3  PCI-MSI 2-edge  mlx5_comp0\n")
+
+
+def test_netstat_lines_with_a_readers_note_after_the_value_keep_their_mib_names() -> None:
+    """Tutorials publish netstat -s with a note after each value (``4 segments retransmitted //...``):
+    the phrase is read without it, so RetransSegs is still RetransSegs."""
+    from benchharness.telemetry.parsers.netstat import parse_netstat
+
+    got = parse_netstat("Ip:\n    Forwarding: 1          //开启转发\n    31 total packets received    //总收包数\n"
+                        "Tcp:\n    21 segments sent out      //已发送报文数\n    4 segments retransmitted    //重传报文数\n")
+    assert got == {"ip:-:Forwarding": 1, "ip:-:InReceives": 31, "tcp:-:OutSegs": 21, "tcp:-:RetransSegs": 4}
