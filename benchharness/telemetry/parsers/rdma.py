@@ -70,7 +70,7 @@ def parse_ibstat(text: str) -> list[dict[str, Any]]:
             if cmd is not None:
                 command, ca, port = cmd, None, None
                 continue
-        if not line or is_noise(raw) or _IBDIAG_NOTE.match(line):
+        if not line or is_noise(raw) or _IBDIAG_NOTE.match(line) or line.startswith(("```", "~~~")):
             continue
         if m:
             ca = {"device": m.group("name"), "ports": []}
@@ -288,7 +288,8 @@ def parse_ibv_devinfo(text: str) -> list[dict[str, Any]]:
 def _rdma_entry(fields: dict[str, Any]) -> dict[str, Any]:
     entry: dict[str, Any] = {"device": fields.pop("ifname", None), "port": to_int(fields.pop("port", None))}
     fields.pop("ifindex", None)
-    counters = {k: v for k, v in fields.items() if isinstance(v, int) and not isinstance(v, bool)}
+    counters = {k: v for k, v in fields.items()
+                if isinstance(v, int) and not isinstance(v, bool) and k not in _COUNTER_ATTRS}
     for key in counters:
         fields.pop(key)
     entry.update(fields)
@@ -298,6 +299,12 @@ def _rdma_entry(fields: dict[str, Any]) -> dict[str, Any]:
 
 
 _LINK_ATTRS = ("lid", "sm_lid", "lmc", "port")
+#: Numbers of ``rdma statistic qp show`` that say which counter and process, not what was counted.
+_COUNTER_ATTRS = frozenset({"cntn", "pid"})
+#: ``rdma statistic qp show``'s line after the counters: the QPs bound to the counter (stat.c).
+_LQPN = re.compile(r"^LQPN:\s*<(?P<qpns>[\d,\s]*)>$")
+#: ``rdma statistic [qp] mode [supported]`` records: what a port counts, no figures (stat.c).
+_MODE_WORDS = ("mode", "supported", "optional-counters")
 
 
 def _rdma_json(text: str) -> list[dict[str, Any]] | None:
@@ -346,6 +353,18 @@ def _pairs(pieces: list[tuple[str, bool, int]]) -> tuple[dict[str, Any], list[tu
     return fields, problems
 
 
+def _mode_fields(words: list[str]) -> dict[str, Any]:
+    """``mode qp auto type on`` -> ``{"mode": "qp auto type on"}``; ``[supported] optional-counters a,b``
+    -> ``{"[supported_]optional_counters": ["a", "b"]}``."""
+    if words[0] == "mode":
+        return {"mode": " ".join(words[1:])}
+    if words[0] == "qp":  # iproute2 5.3: "2/1: mlx5_2/1: qp auto type on"
+        return {"mode": " ".join(words)}
+    key = "supported_optional_counters" if words[0] == "supported" else "optional_counters"
+    names = words[2:] if words[0] == "supported" else words[1:]
+    return {key: [n for n in ",".join(names).split(",") if n]}
+
+
 def _text_records(text: str, spans: list[tuple[int, int]] | None = None) -> list[tuple[int, str, dict[str, Any]]]:
     """``(line number, header line, fields)`` per ``link DEV/PORT ...`` record of ``rdma`` text;
     ``spans`` gets each record's first and last line number."""
@@ -353,6 +372,7 @@ def _text_records(text: str, spans: list[tuple[int, int]] | None = None) -> list
     last = 0
     pieces: list[tuple[str, bool, int]] = []
     header: tuple[int, str, str, str] | None = None
+    lqpn: list[int] | None = None
     lines = text.split("\n")
     prev_open = False  # the previous line ended in a non-blank (a wrap may glue to it)
 
@@ -360,7 +380,15 @@ def _text_records(text: str, spans: list[tuple[int, int]] | None = None) -> list
         if header is None:
             return
         line_no, line, dev, port = header
+        words = [t for t, _glued, _no in pieces]
+        if words and (words[0] in _MODE_WORDS or words[:2] == ["qp", "auto"]):
+            records.append((line_no, line, {"ifname": dev, "port": port, **_mode_fields(words)}))
+            if spans is not None:
+                spans.append((line_no, last))
+            return
         fields, dangling = _pairs(pieces)
+        if lqpn is not None:
+            fields["lqpn"] = lqpn
         if dangling:
             name, at = dangling[0]
             raise unreadable(at, lines[at - 1], f"counter {name!r} of {dev}/{port} has no value")
@@ -373,7 +401,7 @@ def _text_records(text: str, spans: list[tuple[int, int]] | None = None) -> list
         m = _RECORD.match(line.strip()) if line.strip() else None
         if m:
             close()
-            header = (no, line, m.group("dev"), m.group("port"))
+            header, lqpn = (no, line, m.group("dev"), m.group("port")), None
             rest = line.strip()[m.end():]
             pieces = [(t, False, no) for t in rest.split()]
             prev_open = bool(rest.strip())
@@ -384,6 +412,11 @@ def _text_records(text: str, spans: list[tuple[int, int]] | None = None) -> list
         if not line.strip():
             close()
             header, pieces = None, []
+            continue
+        lq = _LQPN.match(line.strip())
+        if lq:
+            lqpn = [int(q) for q in re.split(r"[,\s]+", lq.group("qpns")) if q]
+            prev_open, last = False, no
             continue
         tokens = line.split()
         glued = prev_open and not line[:1].isspace()
@@ -445,17 +478,29 @@ def parse_rdma(text: str) -> dict[str, Any]:
     caps and resource counts (``pd``, ``cq``, ``qp`` ...)."""
     text = undecorate(text).strip()
     from_json = _rdma_json(text)
-    if from_json is not None:
-        return {"ports": from_json}
-    ports = []
-    for _no, _line, fields in _text_records(text):
-        entry = _rdma_entry(fields)
+    entries = from_json if from_json is not None else [_rdma_entry(f) for _no, _line, f in _text_records(text)]
+    ports: list[dict[str, Any]] = []
+    qp_counters: list[dict[str, Any]] = []
+    for entry in entries:
         for key in ("lid", "sm_lid", "lmc"):
             if key in entry:
                 entry[key] = to_int(entry[key])
-        ports.append(entry)
-    devices = _dev_records(text)
-    return {"ports": ports, "devices": devices} if devices else {"ports": ports}
+        (qp_counters if "cntn" in entry else ports).append(entry)
+    out: dict[str, Any] = {"ports": ports}
+    if qp_counters:
+        out["qp_counters"] = qp_counters
+    devices = _dev_records(text) if from_json is None else []
+    if devices:
+        out["devices"] = devices
+    return out
+
+
+def _counter_key(entry: dict[str, Any], name: str) -> str:
+    """``ib_hw:<dev>/<port>:<name>`` for a port's counter; a QP counter of ``rdma statistic qp show``
+    (a part of the port's traffic, not its total): ``ib_hw_qp:<dev>/<port>/<cntn>:<name>``."""
+    if "cntn" in entry:
+        return f"ib_hw_qp:{entry['device']}/{entry['port']}/{entry['cntn']}:{name}"
+    return f"ib_hw:{entry['device']}/{entry['port']}:{name}"
 
 
 def counters_of(lines: list[str]) -> tuple[dict[str, int], set[int]]:
@@ -465,13 +510,15 @@ def counters_of(lines: list[str]) -> tuple[dict[str, int], set[int]]:
     for _no, _line, fields in _text_records("\n".join(lines), spans):
         entry = _rdma_entry(fields)
         for name, value in (entry.get("counters") or {}).items():
-            counters[f"ib_hw:{entry['device']}/{entry['port']}:{name}"] = value
+            counters[_counter_key(entry, name)] = value
     return counters, {i - 1 for first, end in spans for i in range(first, end + 1)}
 
 
 def parse_rdma_statistic(text: str) -> dict[str, int]:
     """``rdma statistic show`` (any form ``parse_rdma`` reads) as snapshot counters named as the
-    health verdicts name them: ``ib_hw:<dev>/<port>:<counter>`` (the port's ``hw_counters``)."""
+    health verdicts name them: ``ib_hw:<dev>/<port>:<counter>`` (the port's ``hw_counters``);
+    ``rdma statistic qp show``'s per-QP counters as ``ib_hw_qp:<dev>/<port>/<cntn>:<counter>``.
+    ``rdma statistic [qp] mode`` records between them say what is counted and hold no figure."""
     clean = undecorate(text).strip()
     counters: dict[str, int] = {}
     from_json = _rdma_json(clean)
@@ -481,10 +528,11 @@ def parse_rdma_statistic(text: str) -> dict[str, int]:
         entries = [(no, line, _rdma_entry(f)) for no, line, f in _text_records(clean)]
     for no, line, entry in entries:
         found = entry.get("counters") or {}
-        if not found and from_json is None and "state" not in entry:
+        described = any(k in entry for k in ("state", "mode", "optional_counters", "supported_optional_counters"))
+        if not found and from_json is None and not described:
             raise unreadable(no, line, f"{entry['device']}/{entry['port']} lists no counters")
         for name, value in found.items():
-            counters[f"ib_hw:{entry['device']}/{entry['port']}:{name}"] = value
+            counters[_counter_key(entry, name)] = value
     return counters
 
 
@@ -522,10 +570,12 @@ READS = {
                    "experimental verbs; mlx4/mlx5 (ConnectX-3..7, VFs, LAG bonds)/irdma/bnxt_re/rxe; GID types and "
                    "compressed RoCE v2 GIDs, effective_speed), also grepped port lines, quotes that start inside a "
                    "device or port block (device/port null) and pastes that lost their indent",
-    "rdma": "rdma link [show] [-d] [-j], rdma statistic show [-j|-p], rdma dev [show] [-d], rdma resource "
-            "[show] (iproute2 4.16+, MLNX_OFED /opt/mellanox/iproute2)",
-    "rdma-statistic": "rdma statistic show [link DEV/PORT] [-j|-p] (iproute2 5.3+ and MLNX_OFED's; Optional-set; "
-                      "wrapped or quoted pastes) -> ib_hw:DEV/PORT:counter",
+    "rdma": "rdma link [show] [-d] [-j], rdma statistic show [-j|-p], rdma statistic qp show (QP counters: cntn, "
+            "pid, comm, LQPN), rdma statistic [qp] mode [supported] (optional counters), rdma dev [show] [-d], "
+            "rdma resource [show] (iproute2 4.16+, MLNX_OFED /opt/mellanox/iproute2)",
+    "rdma-statistic": "rdma statistic show [link DEV/PORT] [-j|-p] (iproute2 5.3+ and MLNX_OFED's; Optional-set and "
+                      "optional-counters; wrapped or quoted pastes; mode records skipped) -> ib_hw:DEV/PORT:counter; "
+                      "rdma statistic qp show -> ib_hw_qp:DEV/PORT/CNTN:counter",
     "ibdev2netdev": "ibdev2netdev [-v] (MLNX_OFED / DOCA-OFED mlnx-tools): DEV port N ==> netdev (Up|Down), "
                     "-v with PCI address, part, description, firmware and port state",
 }
