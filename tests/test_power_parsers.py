@@ -127,3 +127,23 @@ def test_the_inventory_refuses_a_bmc_password_and_checks_the_bmc_settings(tmp_pa
     host = load_inventory(str(inv)).hosts[0]
     t = bmc.target(host)
     assert t is not None and (t.protocol, t.port, t.scheme) == ("redfish", 8443, "https")
+
+
+def test_bench_parse_reads_the_bmc_outputs_as_the_power_reader_does() -> None:
+    from benchharness.cli.parsers import describe, get_parser
+
+    dcmi = get_parser("ipmitool-dcmi")((REAL / "dcmi_openbmc_witherspoon_3257.txt").read_text())
+    assert (dcmi["watts"], dcmi["state"]) == (319.0, "deactivated")
+    unconfigured = get_parser("ipmitool-dcmi")((REAL / "dcmi_openbmc_unconfigured_zero_167.txt").read_text())
+    assert unconfigured["watts"] is None and unconfigured["instant_w"] == 0.0  # not 0 W: no reading
+    sdr = get_parser("ipmitool-sdr")((REAL / "sdr_type_current_dell.txt").read_text())
+    assert sdr["watts"] == 98.0 and sdr["sensors"] == [{"sensor": "Pwr Consumption", "watts": 98.0}]
+    bay = get_parser("redfish-power")((MOCKUP / "Chassis/1U/PowerSubsystem/PowerSupplies/Bay1/Metrics/index.json")
+                                      .read_text())
+    assert bay["watts"] == 937.4 and bay["resource"] == "PowerSupplyMetrics"
+    assert get_parser("redfish-power")("$ curl -s https://bmc/redfish/v1/Chassis/1U/Power\n"
+                                       + (MOCKUP / "Chassis/1U/Power/index.json").read_text())["watts"] == 344.0
+    with pytest.raises(Exception, match="line 2"):
+        get_parser("ipmitool-dcmi")("\n    Instantaneous power reading:   N/A\n")
+    assert all(describe()[n].startswith(("ipmitool", "Redfish")) for n in ("ipmitool-dcmi", "ipmitool-sdr",
+                                                                          "redfish-power"))

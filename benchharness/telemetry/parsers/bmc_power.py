@@ -120,3 +120,59 @@ def redfish_supply_input(docs: list[Mapping[str, Any]]) -> PowerReading | None:
     values = [_number((d.get("InputPowerWatts") or {}).get("Reading")) for d in docs]
     found = [v for v in values if v is not None]
     return PowerReading(sum(found), "redfish:PowerSubsystem.PowerSupplies.InputPowerWatts") if found else None
+
+
+def _reading(reading: PowerReading | None) -> dict[str, Any]:
+    return {"watts": reading.watts, "source": reading.source} if reading else {"watts": None, "source": None}
+
+
+def parse_dcmi_text(text: str) -> dict[str, Any]:
+    """``bench parse ipmitool-dcmi``: the fields and the node reading they give (``watts`` None for
+    a BMC whose power sensor is not configured); a reading line without Watts names its line."""
+    for no, line in enumerate(text.splitlines(), 1):
+        key, sep, value = line.partition(":")
+        if sep and key.strip().lower() in _DCMI_FIELDS and not re.match(r"\s*-?\d+(?:\.\d+)?\s*Watts", value):
+            from benchharness.telemetry.parsers._common import unreadable
+
+            raise unreadable(no, line, "a DCMI power figure that is not 'N Watts'")
+    fields = parse_dcmi(text)
+    return {**fields, **_reading(dcmi_reading(text))} if fields else {}
+
+
+def parse_sdr_text(text: str) -> dict[str, Any]:
+    """``bench parse ipmitool-sdr``: every sensor reading in Watts and the node power they give."""
+    sensors = sdr_watts(text)
+    return {"sensors": [{"sensor": n, "watts": w} for n, w in sensors], **_reading(sdr_reading(text))} \
+        if sensors else {}
+
+
+def parse_redfish_text(text: str) -> dict[str, Any]:
+    """``bench parse redfish-power``: a Chassis ``Power``, ``EnvironmentMetrics`` or power supply
+    ``Metrics`` document (as ``curl`` prints it; the first JSON object of the text)."""
+    import json
+
+    start = text.find("{")
+    if start < 0:
+        return {}
+    try:
+        doc = json.JSONDecoder().raw_decode(text[start:])[0]
+    except ValueError as exc:
+        line = text.count("\n", 0, start) + 1
+        raise ValueError(f"line {line}: not a whole Redfish JSON document: {exc}") from None
+    if not isinstance(doc, Mapping):
+        return {}
+    kind = str(doc.get("@odata.type", "")).split(".")[0].lstrip("#") or None
+    reading = redfish_power_reading(doc) or redfish_environment_reading(doc) or redfish_supply_input([doc])
+    return {"resource": kind, **_reading(reading)} if kind or reading else {}
+
+
+PARSERS = {"ipmitool-dcmi": parse_dcmi_text, "ipmitool-sdr": parse_sdr_text, "redfish-power": parse_redfish_text}
+READS = {
+    "ipmitool-dcmi": "ipmitool [-I lanplus ...] dcmi power reading (ipmitool 1.8.x; Supermicro, Dell, OpenBMC): "
+                     "instantaneous / minimum / maximum / average Watts and the reading state; all 0 W and "
+                     "deactivated is no reading, never 0 W",
+    "ipmitool-sdr": "ipmitool sdr [list|elist [full]] / sdr type Current|Power Supply (ipmitool 1.8.x): sensors "
+                    "read in Watts, and the node's power (a whole-node sensor, else the supplies' input)",
+    "redfish-power": "Redfish Chassis Power (PowerControl[].PowerConsumedWatts), EnvironmentMetrics "
+                     "(PowerWatts.Reading, 2020.4+) or PowerSupply Metrics (InputPowerWatts) JSON, as curl prints it",
+}
