@@ -219,3 +219,25 @@ def test_ibv_devinfo_grep_excerpt_keeps_each_ports_width_speed_and_rate() -> Non
         assert port["state"] == "PORT_DOWN" and port["phys_state"] == "LINK_UP"
         assert port["active_width"] == 4 and port["active_speed_gbps"] == 25.0 and port["rate_gbps"] == 100.0
         assert dev["fw_ver"] == "32.47.1088" and "state" not in dev
+
+
+def test_a_counters_directory_listed_the_ways_people_list_it() -> None:
+    """``head``/``tail`` of the files (``==> name <==``), ``paste`` / ``printf`` name-blank-value
+    rows, ``grep . *`` after a ``cd`` that names the directory, and the device's own sysfs path:
+    the same counter names as a run's snapshot, with the device and port the text names."""
+    heads = "==> /sys/class/infiniband/mlx5_0/ports/1/hw_counters/out_of_sequence <==\n9\n\n" \
+            "==> local_ack_timeout_err <==\n7\n"
+    # the one directory the text names is the home of the rows listed without it
+    assert parse_snapshot(heads) == {"ib_hw:mlx5_0/1:out_of_sequence": 9, "ib_hw:mlx5_0/1:local_ack_timeout_err": 7}
+    blank = "out_of_buffer\t0\nout_of_sequence   4\nrnr_nak_retry_err 1\n"
+    assert parse_snapshot(blank) == {"ib_hw:-/-:out_of_buffer": 0, "ib_hw:-/-:out_of_sequence": 4,
+                                     "ib_hw:-/-:rnr_nak_retry_err": 1}
+    assert parse_snapshot("alpha 1\nbeta 2\n") == {}  # unknown names and no directory: not counters
+    port_dir = "$ cd /sys/class/infiniband/mlx5_2/ports/1/counters\n$ grep . *\nlink_downed:1\nsymbol_error:0\n"
+    assert parse_snapshot(port_dir) == {"ib:mlx5_2/1:link_downed": 1, "ib:mlx5_2/1:symbol_error": 0}
+    by_device = "/sys/devices/pci0000:00/0000:00:02.0/0000:03:00.0/infiniband/mlx5_3/ports/1/hw_counters/" \
+                "np_cnp_sent:42\n"
+    assert parse_snapshot(by_device) == {"ib_hw:mlx5_3/1:np_cnp_sent": 42}
+    with pytest.raises(ToolFailure, match="N/A"):  # every counter unreadable: said so, never zeros
+        parse_snapshot("/sys/devices/pci0000:05/0000:05:02.0/infiniband/i40iw0/ports/1/counters/"
+                       "link_downed:N/A (no PMA)\n")

@@ -61,7 +61,10 @@ def snapshot_commands(vars: Mapping[str, Any], sampler_path: str | None = None,
 
 
 _SYS_NET = re.compile(r"^/sys/class/net/([^/]+)/statistics/([^/:]+):(-?\d+)$")
-_SYS_IB = re.compile(r"^/sys/class/infiniband/([^/]+)/ports/(\d+)/(counters|hw_counters)/([^/:]+):(-?\d+)$")
+# /sys/class/infiniband/<dev>/... or the device's own path (/sys/devices/pci.../infiniband/<dev>/...)
+_SYS_IB = re.compile(r"^/sys/\S*?/infiniband/([^/]+)/ports/(\d+)/(counters|hw_counters)/([^/:]+):(-?\d+)$")
+#: a counter the device cannot read: ``.../counters/link_downed:N/A (no PMA)`` (iWARP devices)
+_SYS_IB_NA = re.compile(r"^/sys/\S*?/infiniband/[^/]+/ports/\d+/(?:counters|hw_counters)/[^/:]+:\s*N/A\b")
 _REL_IB = re.compile(r"^(?:\S*/)?(counters|hw_counters)/([^/:\s]+):\s*(-?\d+)$")
 _PORT_HEAD = re.compile(r"^Port (\d+) (hw )?counters:\s*$", re.IGNORECASE)
 _NAME_VALUE = re.compile(r"^(\s*)(\S.*?):\s*(-?\d+)\s*$")
@@ -73,10 +76,52 @@ _HW_NAME = re.compile(r"^(?:rx_(?:write|read|atomic)_requests|rx_dct_connect|out
                       r"rx_icrc_encapsulated|lifespan)$")
 
 
-def _hw_listing(rows: list[tuple[str, str, int, str, str | None]]) -> bool:
+#: The IB port counters of ``/sys/class/infiniband/<dev>/ports/<port>/counters`` (the kernel's
+#: ``ib_port_counter`` attributes): a listing mostly of these is that directory.
+_IB_PORT_NAME = frozenset({
+    "excessive_buffer_overrun_errors", "link_downed", "link_error_recovery", "local_link_integrity_errors",
+    "multicast_rcv_packets", "multicast_xmit_packets", "port_rcv_constraint_errors", "port_rcv_data",
+    "port_rcv_errors", "port_rcv_packets", "port_rcv_remote_physical_errors", "port_rcv_switch_relay_errors",
+    "port_xmit_constraint_errors", "port_xmit_data", "port_xmit_discards", "port_xmit_packets", "port_xmit_wait",
+    "symbol_error", "unicast_rcv_packets", "unicast_xmit_packets", "VL15_dropped"})
+#: A counters directory named in the text (a ``cd`` or ``grep`` command line, a ``==> path <==``
+#: header): the device and port of the rows listed without their path.
+_IB_DIR = re.compile(r"/sys/\S*?/infiniband/([^/\s'\"*]+)/ports/(\d+)/(hw_counters|counters)\b")
+#: ``head``/``tail`` of several files: ``==> out_of_sequence <==`` (or a path) then the value.
+_FILE_HEAD = re.compile(r"^==> (\S+) <==$")
+#: ``paste <(ls) <(cat *)`` and friends: a name and a number separated by blanks.
+_NAME_BLANK_VALUE = re.compile(r"^([A-Za-z_][\w.-]*)\s+(-?\d+)$")
+
+
+def _listing_kind(rows: list[tuple[str, str, int, str, str | None]]) -> str | None:
+    """``hw`` or ``port`` when the unsectioned rows are mostly the names of that sysfs directory."""
     names = [name for indent, name, _v, _p, kind in rows if not indent and kind is None]
-    hits = sum(1 for n in names if _HW_NAME.match(n) or n in RETRANS_NAMES or n in ECN_CNP)
-    return bool(names) and hits * 2 >= len(names)
+    if not names:
+        return None
+    if sum(1 for n in names if _HW_NAME.match(n) or n in RETRANS_NAMES or n in ECN_CNP) * 2 >= len(names):
+        return "hw"
+    return "port" if sum(1 for n in names if n in _IB_PORT_NAME) * 2 >= len(names) else None
+
+
+def _named_rows(lines: list[str], used: set[int], named_dir: bool) -> tuple[list[tuple[str, int]], set[int]]:
+    """(name, value) of the two-line ``==> name <==`` / value listings, and of ``name value`` rows
+    when most of them name RDMA counters or the text names the one directory they come from
+    (``named_dir``: ``cd .../hw_counters; for i in *; do printf ...``); and the lines read."""
+    out: list[tuple[str, int]] = []
+    read: set[int] = set()
+    for i, line in enumerate(lines[:-1]):
+        m = _FILE_HEAD.match(line.strip())
+        value = lines[i + 1].strip()
+        if m and i not in used and re.fullmatch(r"-?\d+", value):
+            out.append((m.group(1), int(value)))
+            read |= {i, i + 1}
+    blank = [(i, m.group(1), int(m.group(2))) for i, line in enumerate(lines) if i not in used | read
+             and (m := _NAME_BLANK_VALUE.match(line.strip()))]
+    known = [r for r in blank if _HW_NAME.match(r[1]) or r[1] in _IB_PORT_NAME or r[1] in RETRANS_NAMES]
+    if blank and (len(known) * 2 >= len(blank) or named_dir):
+        out += [(name, value) for _i, name, value in blank]
+        read |= {i for i, _n, _v in blank}
+    return out, read
 
 
 def parse_snapshot(text: str, netdev: str | None = None) -> dict[str, int]:
@@ -97,6 +142,7 @@ def parse_snapshot(text: str, netdev: str | None = None) -> dict[str, int]:
         data = json.loads(stripped)
         return {k: int(v) for k, v in (data.get("counters") or {}).items()}
     lines = undecorate(text, keep=re.compile(r"^#\s*Port (?:extended )?counters:|^#kernel$")).split("\n")
+    named_dirs = set(_IB_DIR.findall(text))  # one counters directory named anywhere: its rows' home
     counters: dict[str, int] = {}
     used: set[int] = set()
     for reader in (rdma.counters_of, perfquery.counters_of, netstat.counters_of):
@@ -105,7 +151,16 @@ def parse_snapshot(text: str, netdev: str | None = None) -> dict[str, int]:
         used |= lines_read
     seen_netdevs: set[str] = set()
     rows: list[tuple[str, str, int, str, str | None]] = []  # indent, name, value, port, section kind
+    named, read = _named_rows(lines, used, len({(d, p) for d, p, _k in named_dirs}) == 1)
+    used |= read
+    for name, value in named:
+        m = _SYS_IB.match(f"{name}:{value}")
+        if m:  # "==> /sys/class/infiniband/mlx5_0/ports/1/hw_counters/out_of_sequence <=="
+            counters[f"{'ib' if m.group(3) == 'counters' else 'ib_hw'}:{m.group(1)}/{m.group(2)}:{m.group(4)}"] = value
+        else:
+            rows.append(("", name.rsplit("/", 1)[-1], value, "-", None))
     port, kind = "-", None
+    unreadable_counters = 0
     for i, line in enumerate(lines):
         if i in used:
             continue
@@ -119,6 +174,9 @@ def parse_snapshot(text: str, netdev: str | None = None) -> dict[str, int]:
             prefix = "ib" if m.group(3) == "counters" else "ib_hw"
             counters[f"{prefix}:{m.group(1)}/{m.group(2)}:{m.group(4)}"] = int(m.group(5))
             continue
+        if _SYS_IB_NA.match(line.strip()):
+            unreadable_counters += 1  # not a number: absent, never 0
+            continue
         m = _REL_IB.match(line.strip())
         if m:
             prefix = "ib" if m.group(1) == "counters" else "ib_hw"
@@ -131,15 +189,26 @@ def parse_snapshot(text: str, netdev: str | None = None) -> dict[str, int]:
         m = _NAME_VALUE.match(line)
         if m and (m.group(1) or " " not in m.group(2).strip()):
             rows.append((m.group(1), m.group(2).strip(), int(m.group(3)), port, kind))
-    hw = _hw_listing(rows)
+    listing = _listing_kind(rows)
+    dirs = {(dev, p) for dev, p, _k in named_dirs}
+    home_dev, home_port = next(iter(dirs)) if len(dirs) == 1 else ("-", None)
+    kinds = {"hw" if k == "hw_counters" else "port" for _d, _p, k in named_dirs}
+    if listing is None and len(kinds) == 1 and len(dirs) == 1:
+        listing = next(iter(kinds))  # "cd .../hw_counters; grep . *": the directory says what they are
     owner = netdev or (next(iter(seen_netdevs)) if len(seen_netdevs) == 1 else "-")
     for indent, name, value, at, section in rows:
-        if section == "port":
-            counters[f"ib:-/{at}:{name}"] = value
-        elif section == "hw" or (hw and not indent):
-            counters[f"ib_hw:-/{at}:{name}"] = value
+        where = f"{home_dev}/{home_port if at == '-' and home_port else at}"
+        if section == "port" or (section is None and listing == "port" and not indent):
+            counters[f"ib:{where}:{name}"] = value
+        elif section == "hw" or (section is None and listing == "hw" and not indent):
+            counters[f"ib_hw:{where}:{name}"] = value
         else:
             counters[f"ethtool:{owner}:{name}"] = value
+    if not counters and unreadable_counters:
+        from benchharness.core.errors import ToolFailure
+
+        raise ToolFailure("unreadable", f"all {unreadable_counters} counters read N/A: the device exposes no "
+                                        "port counters (an iWARP device without a PMA); nothing to judge")
     if not counters:
         heads = sorted(used) + [i for i, line in enumerate(lines) if _PORT_HEAD.match(line.strip())
                                 or line.strip() == "NIC statistics:"]
