@@ -241,3 +241,28 @@ def test_a_counters_directory_listed_the_ways_people_list_it() -> None:
     with pytest.raises(ToolFailure, match="N/A"):  # every counter unreadable: said so, never zeros
         parse_snapshot("/sys/devices/pci0000:05/0000:05:02.0/infiniband/i40iw0/ports/1/counters/"
                        "link_downed:N/A (no PMA)\n")
+
+
+def test_several_ports_pasted_one_after_another_stay_apart() -> None:
+    """``ethtool -S`` of two ports in one paste, each under its command line: each port keeps its
+    own counters (the second no longer overwrites the first), and a pair judged by ``bench health``
+    names the port whose pause counter grew; a paste without the command line meets the named one."""
+    def ports(rx0: int, rx1: int) -> str:
+        return (f"# ethtool -S ens1f0np0 | grep -E 'pause|discard'\n     rx_discards_phy: 12\n"
+                f"     rx_pause_ctrl_phy: {rx0}\n# ethtool -S ens1f1np1 | grep -E 'pause|discard'\n"
+                f"     rx_discards_phy: 0\n     rx_pause_ctrl_phy: {rx1}\n")
+    snap = parse_snapshot(ports(1000, 7))
+    assert snap["ethtool:ens1f0np0:rx_pause_ctrl_phy"] == 1000 and snap["ethtool:ens1f1np1:rx_pause_ctrl_phy"] == 7
+    stats = get_parser("ethtool-S")(ports(1000, 7))["netdevs"]
+    assert stats["ens1f0np0"]["counters"]["rx_pause_ctrl_phy"] == 1000
+    assert stats["ens1f1np1"]["highlights"]["global_pause"]["rx"] == 7
+    # 3 M pause frames in 10 s at 400 Gbit/s: up to 25 s of pause asked for, over the 5 % share
+    verdicts = judge_pasted(snap, parse_snapshot(ports(1000, 7 + 3_000_000)), seconds=10,
+                            limits={"pause_share": 0.05}, speed_gbps=400)
+    failed = [v for v in verdicts if v.judged.status == "fail"]
+    assert [(v.obj, v.judged.counter) for v in failed] == [("ens1f1np1", "ethtool:ens1f1np1:rx_pause_ctrl_phy")], \
+        verdicts
+    unnamed = "     rx_pause_ctrl_phy: 100\n"
+    named = "$ sudo ethtool -S eth4\n     rx_pause_ctrl_phy: 5000100\n"
+    assert [v.obj for v in judge_pasted(parse_snapshot(unnamed), parse_snapshot(named), seconds=10,
+                                        limits={"pause_share": 0.05}, speed_gbps=400)] == ["eth4"]

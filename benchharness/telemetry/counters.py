@@ -93,9 +93,9 @@ _FILE_HEAD = re.compile(r"^==> (\S+) <==$")
 _NAME_BLANK_VALUE = re.compile(r"^([A-Za-z_][\w.-]*)\s+(-?\d+)$")
 
 
-def _listing_kind(rows: list[tuple[str, str, int, str, str | None]]) -> str | None:
+def _listing_kind(rows: list[tuple[str, str, int, str, str | None, int]]) -> str | None:
     """``hw`` or ``port`` when the unsectioned rows are mostly the names of that sysfs directory."""
-    names = [name for indent, name, _v, _p, kind in rows if not indent and kind is None]
+    names = [name for indent, name, _v, _p, kind, _i in rows if not indent and kind is None]
     if not names:
         return None
     if sum(1 for n in names if _HW_NAME.match(n) or n in RETRANS_NAMES or n in ECN_CNP) * 2 >= len(names):
@@ -135,7 +135,7 @@ def parse_snapshot(text: str, netdev: str | None = None) -> dict[str, int]:
     output of a known form that cannot be read.
     """
     from benchharness.telemetry.parsers import netstat, perfquery, rdma
-    from benchharness.telemetry.parsers._common import undecorate
+    from benchharness.telemetry.parsers._common import stats_commands, undecorate
 
     stripped = text.strip()
     if stripped.startswith("{"):
@@ -150,7 +150,7 @@ def parse_snapshot(text: str, netdev: str | None = None) -> dict[str, int]:
         counters.update(found)
         used |= lines_read
     seen_netdevs: set[str] = set()
-    rows: list[tuple[str, str, int, str, str | None]] = []  # indent, name, value, port, section kind
+    rows: list[tuple[str, str, int, str, str | None, int]] = []  # indent, name, value, port, kind, line
     named, read = _named_rows(lines, used, len({(d, p) for d, p, _k in named_dirs}) == 1)
     used |= read
     for name, value in named:
@@ -158,7 +158,7 @@ def parse_snapshot(text: str, netdev: str | None = None) -> dict[str, int]:
         if m:  # "==> /sys/class/infiniband/mlx5_0/ports/1/hw_counters/out_of_sequence <=="
             counters[f"{'ib' if m.group(3) == 'counters' else 'ib_hw'}:{m.group(1)}/{m.group(2)}:{m.group(4)}"] = value
         else:
-            rows.append(("", name.rsplit("/", 1)[-1], value, "-", None))
+            rows.append(("", name.rsplit("/", 1)[-1], value, "-", None, -1))
     port, kind = "-", None
     unreadable_counters = 0
     for i, line in enumerate(lines):
@@ -188,7 +188,7 @@ def parse_snapshot(text: str, netdev: str | None = None) -> dict[str, int]:
             continue
         m = _NAME_VALUE.match(line)
         if m and (m.group(1) or " " not in m.group(2).strip()):
-            rows.append((m.group(1), m.group(2).strip(), int(m.group(3)), port, kind))
+            rows.append((m.group(1), m.group(2).strip(), int(m.group(3)), port, kind, i))
     listing = _listing_kind(rows)
     dirs = {(dev, p) for dev, p, _k in named_dirs}
     home_dev, home_port = next(iter(dirs)) if len(dirs) == 1 else ("-", None)
@@ -196,14 +196,19 @@ def parse_snapshot(text: str, netdev: str | None = None) -> dict[str, int]:
     if listing is None and len(kinds) == 1 and len(dirs) == 1:
         listing = next(iter(kinds))  # "cd .../hw_counters; grep . *": the directory says what they are
     owner = netdev or (next(iter(seen_netdevs)) if len(seen_netdevs) == 1 else "-")
-    for indent, name, value, at, section in rows:
+    commands = stats_commands(text)  # "ethtool -S DEV" lines: each port's counters below its own
+
+    def port_of(line: int) -> str:
+        named = [dev for at, dev in commands if at < line]
+        return named[-1] if named and not netdev else owner
+    for indent, name, value, at, section, line_no in rows:
         where = f"{home_dev}/{home_port if at == '-' and home_port else at}"
         if section == "port" or (section is None and listing == "port" and not indent):
             counters[f"ib:{where}:{name}"] = value
         elif section == "hw" or (section is None and listing == "hw" and not indent):
             counters[f"ib_hw:{where}:{name}"] = value
         else:
-            counters[f"ethtool:{owner}:{name}"] = value
+            counters[f"ethtool:{port_of(line_no)}:{name}"] = value
     if not counters and unreadable_counters:
         from benchharness.core.errors import ToolFailure
 

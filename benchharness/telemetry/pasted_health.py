@@ -45,11 +45,25 @@ def read_snapshot(text: str, name: str) -> dict[str, int]:
     return counters
 
 
+def _named_alike(snapshot: Mapping[str, int], other: Mapping[str, int]) -> dict[str, int]:
+    """``snapshot`` with its unnamed port (``ethtool:-:...``: pasted without its ``ethtool -S DEV``
+    line) named as the one port ``other`` names for that source, so the two pastes meet."""
+    out = dict(snapshot)
+    for source in {k.split(":")[0] for k in snapshot if k.split(":")[1:2] == ["-"]}:
+        named = {k.split(":")[1] for k in other if k.startswith(f"{source}:") and k.split(":")[1] != "-"}
+        if len(named) == 1:
+            name = next(iter(named))
+            out = {(f"{source}:{name}:{k.split(':', 2)[2]}" if k.startswith(f"{source}:-:") else k): v
+                   for k, v in out.items()}
+    return out
+
+
 def judge_pasted(before: Mapping[str, int], after: Mapping[str, int], *, seconds: float,
                  limits: Mapping[str, Any], speed_gbps: float | None = None) -> list[PastedVerdict]:
     """Each limit on each counter object's delta from ``before`` to ``after`` over ``seconds``."""
     if seconds <= 0:
         raise UsageError(f"seconds={seconds:g}: the time between the snapshots must be positive")
+    before, after = _named_alike(before, after), _named_alike(after, before)
     moved = delta(before, after)["counters"]
     if not moved:
         raise ToolFailure("no_common", "the two snapshots share no counter (other ports, hosts or tools?): "

@@ -9,7 +9,14 @@ import json
 import re
 from typing import Any
 
-from benchharness.telemetry.parsers._common import clean_text, snake, to_int, undecorate, unreadable
+from benchharness.telemetry.parsers._common import (
+    clean_text,
+    snake,
+    stats_commands,
+    to_int,
+    undecorate,
+    unreadable,
+)
 from benchharness.telemetry.parsers._counter_names import highlights
 
 #: list-valued lines of ``ethtool DEV`` (each may continue on indented lines without a colon)
@@ -225,7 +232,8 @@ def parse_stats(text: str) -> dict[str, Any]:
     (``[3]: rx_discards``, ``rx_0_dropped``, ``rx_dropped_pkt[0]``, ``queue_0_...``) are kept among
     the counters and left out of the highlights, whose sums are port-wide. A name the driver prints
     twice (virtio's 32-character names cut to the same text) keeps its first value. Text without
-    any counter is an error naming its first line."""
+    any counter is an error naming its first line. The port an ``ethtool -S DEV`` command line
+    names is ``netdev``; several ports pasted one after another give ``netdevs``, one each."""
     counters: dict[str, int] = {}
     if _json_start(text) is not None:
         for dev in _json_devices(text)[0]:
@@ -234,6 +242,16 @@ def parse_stats(text: str) -> dict[str, Any]:
             return {"counters": counters, "highlights": highlights(counters)}
         _, line, number = _json_devices(text)
         raise unreadable(number, line, "ethtool --json -S output without a counter")
+    commands = stats_commands(text)
+    if len({name for _i, name in commands}) > 1:  # several ports pasted one after another
+        lines = text.replace("\r\n", "\n").split("\n")
+        bounds = [i for i, _name in commands] + [len(lines)]
+        ports: dict[str, Any] = {}
+        for (start, port), end in zip(commands, bounds[1:], strict=True):
+            part = "\n".join(lines[start + 1:end])
+            if part.strip():
+                ports[port] = {"netdev": port, **parse_stats(part)}
+        return {"netdevs": ports}
     lines = clean_text(text).splitlines()
     for line in lines:
         m = re.match(r"^\s*(\S.*?):\s+(-?\d+)\s*$", line)
@@ -242,7 +260,8 @@ def parse_stats(text: str) -> dict[str, Any]:
     if not counters and text.strip():
         first = next((i, line) for i, line in enumerate(lines, 1) if line.strip())
         raise unreadable(first[0], first[1], "no ethtool -S counter line")
-    return {"counters": counters, "highlights": highlights(counters)}
+    named = {"netdev": commands[0][1]} if commands else {}
+    return {**named, "counters": counters, "highlights": highlights(counters)}
 
 
 def _flatten_stats(obj: dict[str, Any], prefix: str, counters: dict[str, int]) -> None:
