@@ -85,14 +85,15 @@ def is_noise(line: str) -> bool:
     return any(p.match(line) for p in _NOISE)
 
 
-_ETHTOOL_S = re.compile(r"\bethtool\s+(?:-S|--statistics)(?:\s+--?\w[\w-]*)*\s+([A-Za-z0-9_.:@-]+)")
+#: ``ethtool -S DEV`` (also ``--statistics``, ``--json``, ``--all-groups`` ...) in a paste's command line
+STATS_COMMAND = re.compile(r"\bethtool\s+(?:--json\s+)?(?:-S|--statistics)(?:\s+--?\w[\w-]*)*\s+([A-Za-z][\w.:@-]*)")
 
 
 def stats_commands(text: str) -> list[tuple[int, str]]:
     """(line index, netdev) of each ``ethtool -S DEV`` command line in a paste (a prompt, a
     ``sudo`` or a Markdown line): which port the counters below it belong to."""
     return [(i, m.group(1)) for i, line in enumerate(text.replace("\r\n", "\n").split("\n"))
-            if (m := _ETHTOOL_S.search(line))]
+            if (m := STATS_COMMAND.search(line))]
 
 
 def clean_text(text: str) -> str:

@@ -10,6 +10,7 @@ import re
 from typing import Any
 
 from benchharness.telemetry.parsers._common import (
+    STATS_COMMAND,
     clean_text,
     snake,
     stats_commands,
@@ -18,6 +19,7 @@ from benchharness.telemetry.parsers._common import (
     unreadable,
 )
 from benchharness.telemetry.parsers._counter_names import highlights
+from benchharness.telemetry.parsers._ports import ethtool_command, per_port
 
 #: list-valued lines of ``ethtool DEV`` (each may continue on indented lines without a colon)
 _SETTING_LISTS = {"Supported link modes": "supported_link_modes", "Advertised link modes": "advertised_link_modes",
@@ -243,15 +245,6 @@ def parse_stats(text: str) -> dict[str, Any]:
         _, line, number = _json_devices(text)
         raise unreadable(number, line, "ethtool --json -S output without a counter")
     commands = stats_commands(text)
-    if len({name for _i, name in commands}) > 1:  # several ports pasted one after another
-        lines = text.replace("\r\n", "\n").split("\n")
-        bounds = [i for i, _name in commands] + [len(lines)]
-        ports: dict[str, Any] = {}
-        for (start, port), end in zip(commands, bounds[1:], strict=True):
-            part = "\n".join(lines[start + 1:end])
-            if part.strip():
-                ports[port] = {"netdev": port, **parse_stats(part)}
-        return {"netdevs": ports}
     lines = clean_text(text).splitlines()
     for line in lines:
         m = re.match(r"^\s*(\S.*?):\s+(-?\d+)\s*$", line)
@@ -489,6 +482,21 @@ READS = {
                             "fields per flow type and their -N letters (sdfn)",
 }
 
-PARSERS = {"ethtool": parse_settings, "ethtool-i": parse_driver_info, "ethtool-S": parse_stats,
-           "ethtool-k": parse_features, "ethtool-l": parse_channels, "ethtool-x": parse_rss,
-           "ethtool-g": parse_rings, "ethtool-c": parse_coalesce, "ethtool-rx-flow-hash": parse_rx_flow_hash}
+def _heading(title: str) -> re.Pattern[str]:
+    return re.compile(rf"^\s*(?:{title}) (?:for )?(\S+?):?(?:\s+with\b.*)?\s*$")
+
+
+# several ports' outputs in one paste are read port by port (``_ports.per_port``)
+PARSERS = {
+    "ethtool": per_port(parse_settings, ethtool_command(""), _heading("Settings|FEC parameters")),
+    "ethtool-i": per_port(parse_driver_info, ethtool_command("-i|--driver")),
+    "ethtool-S": per_port(parse_stats, STATS_COMMAND),
+    "ethtool-k": per_port(parse_features, ethtool_command("-k|--show-features|--show-offload"),
+                          _heading("Features|Offload parameters")),
+    "ethtool-l": per_port(parse_channels, ethtool_command("-l|--show-channels"), _heading("Channel parameters")),
+    "ethtool-x": per_port(parse_rss, ethtool_command("-x|--show-rxfh-indir|--show-rxfh"),
+                          _heading("RX flow hash indirection table")),
+    "ethtool-g": per_port(parse_rings, ethtool_command("-g|--show-ring"), _heading("Ring parameters")),
+    "ethtool-c": per_port(parse_coalesce, ethtool_command("-c|--show-coalesce"), _heading("Coalesce parameters")),
+    "ethtool-rx-flow-hash": per_port(parse_rx_flow_hash, ethtool_command("-n|-u|--show-nfc|--show-ntuple")),
+}

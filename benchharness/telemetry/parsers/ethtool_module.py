@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 from benchharness.telemetry.parsers._common import clean_text, snake, to_float
+from benchharness.telemetry.parsers._ports import ethtool_command, per_port
 
 _LANE = re.compile(r"\s*\((?:Channel|Chan|Lane)\s*(\d+)\)\s*")
 _POWER = re.compile(r"([-\d.]+)\s*mW\s*/\s*([-\w.]+)\s*dBm")
@@ -93,4 +94,4 @@ READS = {"ethtool-m": "ethtool -m|--module-info DEV (ethtool 4.x-6.x): SFP/SFP28
                         "TX/RX power (mW and dBm, -inf -> none), alarm/warning flags; picked or elided lines, "
                         "mail-wrapped values, several shows"}
 
-PARSERS = {"ethtool-m": parse_module}
+PARSERS = {"ethtool-m": per_port(parse_module, ethtool_command("-m|--dump-module-eeprom|--module-info"))}
