@@ -176,3 +176,14 @@ def test_real_probe_under_real_load_over_loopback() -> None:
     assert 0 < probe["lat_p50_us"] <= probe["lat_p99_us"] <= probe["lat_p999_us"] <= probe["lat_max_us"]
     assert probe["observations"] > 100 and probe["pair"] == "lo-lo"
     assert load["sockperf_mode"] == "throughput" and load["protocol"] == "tcp" and load["bw_avg_gbps"] > 0
+
+
+def test_a_log_of_latency_runs_then_a_throughput_run_keeps_every_run() -> None:
+    """Two published outputs one after the other (two ping-pong runs, then a throughput run): three
+    records, the throughput one no longer dropped because latency summaries came first."""
+    real = Path(__file__).parent / "fixtures" / "real" / "sockperf"
+    text = (real / "pp_tcp_3_10_i40e_prior_after_two_runs_root_prompt.txt").read_text() + \
+        (real / "tp_tcp_3_10_ntb_elided_packet_rate_same_line.txt").read_text()
+    records = parse_output(text)
+    assert [r.get("lat_avg_us") for r in records] == [24.571, 24.965, None]
+    assert records[2]["msg_rate_mpps"] == 0.008636

@@ -152,7 +152,8 @@ def _runs(text: str) -> list[str]:
     """``text`` cut into one piece per summary: a saved log may hold several runs one after the
     other (or one ``[Valid Duration]`` block per server of a ``-f`` run), and each piece's figures
     must come from its own lines, not the next run's percentiles."""
-    anchors = [m.start() for m in _AVG_RE.finditer(text)] or [m.start() for m in _RATE_RE.finditer(text)]
+    # a latency run's summary (avg-lat) and a throughput run's (Message Rate) alike: a log may hold both
+    anchors = sorted(m.start() for pattern in (_AVG_RE, _RATE_RE) for m in pattern.finditer(text))
     cuts = [0]
     for before, after in pairwise(anchors):
         start = next((m.start() for m in _RUN_START_RE.finditer(text, before, after)), None)
