@@ -48,3 +48,13 @@ def test_two_ports_told_apart_by_their_headings() -> None:
     assert ports["ens1f1np1"]["link_detected"] is False
     again = settings(a + "$ sudo ethtool -s ens1f0np0 speed 200000 autoneg off\n" + a.replace("400000", "200000"))
     assert "netdevs" not in again and again["speed_mbps"] == 200000  # one port: its last show
+
+
+def test_two_nodes_topology_matrices_stay_apart() -> None:
+    """``nvidia-smi topo -m`` of two nodes pasted one after the other: two matrices, each read as
+    it reads alone (the second node's rows and legend were merged into the first)."""
+    real = REAL / "nvidia-smi-topo"
+    a = (real / "8gpu_10nic_a100_pxb_pairs_tabs_nic_legend.txt").read_text()
+    b = (real / "8gpu_8nic_b200_pix_pairs_nic_legend.txt").read_text()
+    topo = get_parser("nvidia-smi-topo")
+    assert topo(a + "\n" + b)["matrices"] == [topo(a), topo(b)]

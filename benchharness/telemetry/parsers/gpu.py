@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+from itertools import pairwise
 from typing import Any
 
 from benchharness.telemetry.parsers._common import (
@@ -169,9 +170,14 @@ def parse_nvidia_topo(text: str) -> dict[str, Any]:
     Returns ``devices`` (column names such as GPU0, NIC0), ``matrix`` (row -> column -> link
     type such as PIX, PXB, PHB, NODE, SYS, NV18), ``affinity`` (GPU -> ``cpus``, ``numa``: the one
     NUMA node, None when the cell lists several, then given as ``numa_nodes``; ``gpu_numa_id``)
-    and ``nics`` (NIC0 -> mlx5_0).
+    and ``nics`` (NIC0 -> mlx5_0). Several nodes' matrices pasted one after another give
+    ``matrices``, one each with its own legend (they were merged into the first).
     """
     lines = clean_text(text).splitlines()
+    headers = [i for i, ln in enumerate(lines) if re.match(r"^\s+GPU0\b", ln)]
+    if len(headers) > 1:
+        cuts = [0, *headers[1:], len(lines)]
+        return {"matrices": [parse_nvidia_topo("\n".join(lines[a:b])) for a, b in pairwise(cuts)]}
     nics: dict[str, str] = {}
     for line in lines:
         m = re.match(r"^\s*(NIC\d+):\s*(\S+)\s*$", line)
