@@ -47,7 +47,15 @@ def _speed_gbps(speed: str | None, width: str | None) -> int | float | None:
 
 
 _BANNER = re.compile(r"^\s*={3,}\s*(\S.*?)\s*={3,}\s*$")
-_TITLE = re.compile(r"^[A-Z][\w()/.-]*(?: [\w()/.-]+)* (?:Info|Information|Counters|Histogram)$|^Histogram of .+$")
+_TITLE = re.compile(r"^[A-Z][\w()/.-]*(?: [\w()/.-]+)* (?:Info|Information|Counters|Histogram)(?: \(\w+\))?$"
+                    r"|^Histogram of .+$|^(?:Errors|Warnings)$")
+#: mlxlink's own sections of messages (``Errors`` / ``------`` then one message a line, no `` : ``).
+_MESSAGES = ("Errors", "Warnings")
+#: ``8G-Gen 3 (16G-Gen 4)``: the PCIe speed in use, then the one enabled (``--port_type PCIE``).
+_PCIE_SPEED = re.compile(r"^\s*([\d.]+)G(?:-Gen\s*(\d+))?(?:\s*\(\s*([\d.]+)G(?:-Gen\s*(\d+))?\s*\))?")
+_PCIE_WIDTH = re.compile(r"^\s*(\d+)X(?:\s*\(\s*(\d+)X\s*\))?", re.IGNORECASE)
+_NUMBER_LIST = re.compile(r"^\s*(?:-?[\d.]+|N/A)(?:\s*,\s*(?:-?[\d.]+|N/A))+\s*$")
+_BER = re.compile(r"^\s*(\d+(?:\.\d+)?)E(-?\d+)\s*$", re.IGNORECASE)
 _REFUSED = re.compile(r'"?(--?[\w-]+)"?\s+(?:option|flag)\s+is\s+not\s+supported', re.IGNORECASE)
 _LANES = re.compile(r"^\d+(?:\s*,\s*\d+)+$")
 
@@ -64,7 +72,12 @@ def parse_mlxlink(text: str) -> dict[str, Any]:
     devices = []
     for n, (i, name) in enumerate(starts):
         end = starts[n + 1][0] if n + 1 < len(starts) else len(lines)
-        devices.append({"device": name, **_parse_one(lines[i + 1:end])})
+        device = _parse_one(lines[i + 1:end])
+        # a script's other banners ("=== MST Status ===", "=== VF Status Check ===") hold no mlxlink output
+        if device["sections"] or any(e.startswith("-E-") or not e.startswith("-W-") for e in device.get("errors", [])):
+            devices.append({"device": name, **device})
+    if not devices:
+        return _parse_one(lines)
     return {"devices": devices}
 
 
@@ -79,6 +92,9 @@ def _parse_one(lines: list[str]) -> dict[str, Any]:
             continue
         if re.match(r"^\s*-[EW]-\s", line):
             errors.append(line.strip())
+            continue
+        if current in _MESSAGES and line.strip() and not re.fullmatch(r"-{3,}", line.strip()):
+            errors.append(line.strip())  # "Showing Eye via SLRG raised the following exception: ..."
             continue
         # mlxlink pads every key and separates it from the value with " : "
         key, sep, value = line.rstrip().partition(" : ") if " : " in line else line.rstrip().partition(" :")
@@ -114,6 +130,13 @@ def _summary(sections: dict[str, dict[str, str]], errors: list[str]) -> dict[str
             "vendor_name": module.get("Vendor Name"), "vendor_pn": module.get("Vendor Part Number"),
             "vendor_sn": module.get("Vendor Serial Number"), "fw_version": module.get("FW Version"),
         }
+        for key, name in (("Compliance", "compliance"), ("Cable Technology", "cable_technology"),
+                          ("Module State", "module_state"), ("Transfer Distance [m]", "length_m")):
+            if key in module:
+                mod[name] = to_int(module[key]) if name == "length_m" else module[key]
+        for key, value in module.items():  # MFT 4.2x+: "Rx LOS [per lane] : 1,0,1,1", "SNR Media Lanes [dB]"
+            if ("[per lane]" in key or "Lanes [dB]" in key) and _NUMBER_LIST.match(value):
+                mod.setdefault("per_lane", {})[snake(key.replace("[per lane]", ""))] = _numbers(value)
         for key, name in (("Temperature [C]", "temperature_c"), ("Voltage [mV]", "voltage_mv")):
             if key in module:
                 values, limits = _values_and_range(module[key])
@@ -131,6 +154,55 @@ def _summary(sections: dict[str, dict[str, str]], errors: list[str]) -> dict[str
         for key, value in ber.items():
             if _LANES.match(value):  # one figure per lane: "Raw Physical Errors Per Lane : 3183333,242074"
                 out.setdefault("lanes", {})[snake(key)] = [int(v) for v in value.split(",")]
+            m = _BER.match(value)
+            if m and key.rstrip().endswith("BER"):  # "1E-8"; "15E-255" is mlxlink's "no error seen"
+                out.setdefault("ber", {})[snake(key)] = float(f"{m.group(1)}e{m.group(2)}")
+    pcie = _pcie(sections)
+    if pcie:
+        out["pcie"] = pcie
+    for title, members in sections.items():
+        if title.upper().startswith("EYE OPENING INFO"):  # per-lane grades, eye height / phase, FOM
+            eye = {snake(k): _numbers(v) for k, v in members.items() if _NUMBER_LIST.match(v)}
+            scalars = {snake(k): v for k, v in members.items() if not _NUMBER_LIST.match(v)}
+            out.setdefault("eye", {}).update({**scalars, **eye})
+    return out
+
+
+def _numbers(value: str) -> list[int | float | None]:
+    """``1848,  2220, N/A`` -> [1848, 2220, None]."""
+    out: list[int | float | None] = []
+    for part in value.split(","):
+        number = to_float(part)
+        out.append(None if number is None else int(number) if number == int(number) and "." not in part else number)
+    return out
+
+
+def _pcie(sections: dict[str, dict[str, str]]) -> dict[str, Any] | None:
+    """``mlxlink --port_type PCIE``: the link in use against the one enabled, the device status, and
+    the management counters (``dl down``, ``RX Errors``, ``CRC Error tlp``, ...)."""
+    info = sections.get("PCIe Operational (Enabled) Info")
+    if info is None:
+        return None
+    out: dict[str, Any] = {}
+    m = _PCIE_SPEED.match(info.get("Link Speed Active (Enabled)", ""))
+    if m:
+        out["speed_gts"], out["gen"] = float(m.group(1)), to_int(m.group(2))
+        if m.group(3):
+            out["enabled_speed_gts"], out["enabled_gen"] = float(m.group(3)), to_int(m.group(4))
+    m = _PCIE_WIDTH.match(info.get("Link Width Active (Enabled)", ""))
+    if m:
+        out["width"] = int(m.group(1))
+        if m.group(2):
+            out["enabled_width"] = int(m.group(2))
+    if "enabled_speed_gts" in out or "enabled_width" in out:
+        out["downgraded"] = out.get("speed_gts", 0) < out.get("enabled_speed_gts", 0) \
+            or out.get("width", 0) < out.get("enabled_width", 0)
+    if "Device Status" in info:
+        out["device_status"] = info["Device Status"]
+    for title, members in sections.items():
+        if title.startswith("Management PCIe"):
+            for key, value in members.items():
+                out.setdefault("counters", {})[snake(key)] = to_int(value) if re.fullmatch(r"\d+", value) else value
     return out
 
 
@@ -163,6 +235,8 @@ def _flat(value: Any) -> str:
         return f"{value['mask']} ({shown})" if shown else str(value["mask"])
     if isinstance(value, list):
         return ",".join(_flat(v) for v in value)
+    if isinstance(value, dict) and set(value) == {"values"}:  # per-lane figures: {"values": ["30", "10"]}
+        return _flat(value["values"])
     if isinstance(value, dict):
         return json.dumps(value)
     return "" if value is None else str(value)
@@ -221,6 +295,10 @@ def _parse_json(lines: list[str]) -> dict[str, Any]:
 
 
 PARSERS = {"mlxlink": parse_mlxlink}
-READS = {"mlxlink": "mlxlink -d DEV [-m] [-c] [--show_ber_monitor ...] (MFT 4.x; HCA and switch ports, IB and "
-                    "Ethernet): sections, BER counters per lane, -E- not-supported answers, several devices; "
-                    "--json documents (also cut short)"}
+READS = {"mlxlink": "mlxlink -d DEV [-p N] [-m] [-c] [-e] [--show_ber_monitor ...] (MFT 4.1x-4.35; ConnectX-4 to "
+                    "ConnectX-7, BlueField, switch ports; IB SDR-XDR and Ethernet 1G-400G): sections, Module Info "
+                    "(DDM values with thresholds, per-lane LOS/SNR, MFT 4.2x+ fields), BER counters per lane and as "
+                    "numbers (15E-255 = none seen), EYE Opening Info per lane; --port_type PCIE: link in use vs "
+                    "enabled (Gen, width, downgraded), Device Status, management counters; -E- answers and the "
+                    "'Errors' section; grep excerpts without their rules; several devices under '=== name ===' "
+                    "banners (a script's other banners left out); --json documents (mask/values members, cut short)"}
