@@ -20,9 +20,57 @@ _ROCM_NUMA = re.compile(r"^GPU\[(\d+)\]\s*:\s*\(Topology\)\s*Numa (Node|Affinity
 _ROCM_TEMP = re.compile(r"^(?:GPU\[(\d+)\]\s*:\s*)?Temperature \(Sensor ([^)]+)\) \(C\):\s*([-\d.]+)")
 
 
+#: ``amd-smi topology --json`` keys -> the text form's table names: ROCm 6.0 / 6.1.0 give each GPU
+#: ``{"link_accessibility": {"gpu_1": ...}, "weight": ..., ...}``, ROCm 6.1.1 on a ``links`` list of
+#: ``{"gpu", "bdf", "weight", "link_status", "link_type", "num_hops", "bandwidth", ...}``
+_AMD_TOPO_JSON = {"link_accessibility": "ACCESS", "link_status": "ACCESS", "weight": "WEIGHT", "hops": "HOPS",
+                  "num_hops": "HOPS", "link_type": "LINK TYPE", "numa_bandwidth": "NUMA BW",
+                  "bandwidth": "NUMA BW", "coherent": "CACHE COHERANCY", "atomics": "ATOMICS", "dma": "DMA",
+                  "bi_dir": "BI-DIRECTIONAL"}
+
+
+def _amd_topology_json(text: str) -> dict[str, Any] | None:
+    """``amd-smi topology --json``, either layout; None when the text holds no JSON list."""
+    body = clean_text(text)
+    start = body.find("[")
+    while start >= 0 and not body[start + 1:].lstrip().startswith(("{", "]")):
+        start = body.find("[", start + 1)
+    if start < 0:
+        return None
+    try:
+        data, _ = json.JSONDecoder().raw_decode(body[start:])
+    except json.JSONDecodeError as e:
+        at = body[:start].count("\n") + e.lineno
+        raise unreadable(at, body.splitlines()[at - 1], f"amd-smi topology JSON: {e.msg}") from None
+    if not isinstance(data, list) or not all(isinstance(g, dict) and "gpu" in g for g in data):
+        at = body[:start].count("\n") + 1
+        raise unreadable(at, body.splitlines()[at - 1], "amd-smi topology JSON is not a list of GPUs")
+    name = {g["gpu"]: str(g.get("bdf") or f"gpu_{g['gpu']}") for g in data}
+    tables: dict[str, dict[str, dict[str, str]]] = {}
+    for g in data:
+        row = name[g["gpu"]]
+        for link in g.get("links") or []:
+            col = str(link.get("bdf") or name.get(link.get("gpu"), f"gpu_{link.get('gpu')}"))
+            for key, value in link.items():
+                if key in _AMD_TOPO_JSON:
+                    tables.setdefault(_AMD_TOPO_JSON[key], {}).setdefault(row, {})[col] = str(value)
+        for key, table in g.items():
+            if key in _AMD_TOPO_JSON and isinstance(table, dict):
+                for peer, value in table.items():
+                    m = re.fullmatch(r"gpu_(\d+)", str(peer))
+                    peer_name = name.get(int(m.group(1))) if m else None
+                    col = peer_name if peer_name is not None else str(peer)
+                    tables.setdefault(_AMD_TOPO_JSON[key], {}).setdefault(row, {})[col] = str(value)
+    return {"gpus": list(name.values()), "tables": tables}
+
+
 def parse_amd_smi_topology(text: str) -> dict[str, Any]:
     """``amd-smi topology`` (human-readable): ``gpus`` (BDFs; GPU index = position) and ``tables``
-    (``LINK TYPE`` -> row BDF -> column BDF -> ``XGMI`` ...; also WEIGHT, HOPS, ACCESS, NUMA BW)."""
+    (``LINK TYPE`` -> row BDF -> column BDF -> ``XGMI`` ...; also WEIGHT, HOPS, ACCESS, NUMA BW).
+    ``--json`` gives the same (``gpu_N`` for a GPU whose BDF the document does not give)."""
+    found = _amd_topology_json(text)
+    if found is not None:
+        return found
     tables: dict[str, dict[str, dict[str, str]]] = {}
     gpus: list[str] = []
     name: str | None = None
@@ -205,10 +253,28 @@ def parse_rocm_smi_concise(text: str) -> list[dict[str, Any]]:
     return rows
 
 
+_ROCM_PRODUCT = re.compile(r"^GPU\[(\d+)\]\s*:\s*(Card (?:series|model|vendor|SKU)|Subsystem ID|Device Rev|Node ID|"
+                           r"GUID|GFX Version)\s*:\s*(.*?)\s*$", re.IGNORECASE)
+
+
+def parse_rocm_smi_products(text: str) -> list[dict[str, Any]]:
+    """``rocm-smi --showproductname`` ("Product Info"): one record per GPU, ``gpu`` and the labels
+    it printed in snake case (``card_series`` ``Instinct MI210`` or ``AMD Instinct MI300X OAM``,
+    ``card_model``, ``card_vendor``, ``card_sku``; ROCm 6 adds ``subsystem_id``, ``device_rev``,
+    ``node_id``, ``guid``, ``gfx_version``), values as printed."""
+    found: dict[int, dict[str, Any]] = {}
+    for line in clean_text(text).splitlines():
+        m = _ROCM_PRODUCT.match(line.strip())
+        if m and m.group(3) and m.group(3).upper() != "N/A":
+            gpu = int(m.group(1))
+            found.setdefault(gpu, {"gpu": gpu})[re.sub(r"[^0-9a-z]+", "_", m.group(2).lower())] = m.group(3)
+    return list(found.values())
+
+
 def parse_rocm_smi(text: str) -> dict[str, Any]:
     """Any ``rocm-smi`` text (the default "Concise Info" table, ``--showtemp``, ``--showpower``,
-    ``--showtopo[numa]``, or several in one): each section read by its reader; what a section did
-    not print is absent."""
+    ``--showtopo[numa]``, ``--showproductname``, or several in one): each section read by its
+    reader; what a section did not print is absent."""
     out: dict[str, Any] = {}
     concise = parse_rocm_smi_concise(text)
     if concise:
@@ -216,6 +282,9 @@ def parse_rocm_smi(text: str) -> dict[str, Any]:
     temps = parse_rocm_smi_temp(text)
     power = parse_rocm_smi_power(text)
     topo = parse_rocm_smi_topo(text)
+    products = parse_rocm_smi_products(text)
+    if products:
+        out["products"] = products
     if temps:
         out["temperatures"] = temps
     if power:
@@ -228,9 +297,10 @@ def parse_rocm_smi(text: str) -> dict[str, Any]:
 PARSERS = {"amd-smi-topology": parse_amd_smi_topology, "rocm-smi-topo": parse_rocm_smi_topo,
            "rocm-smi-temp": parse_rocm_smi_temp, "rocm-smi-power": parse_rocm_smi_power,
            "rocm-smi": parse_rocm_smi}
-READS = {"rocm-smi": "rocm-smi (Concise Info table) [--showtemp] [--showpower] [--showtopo|--showtoponuma] (ROCm 5.x-6.x; "
-                     "MI250X GCDs, MI300X, DPX partitions): temperatures, package power and topology sections, in one "
-                     "text or apart",
+READS = {"rocm-smi": "rocm-smi (Concise Info table) [--showtemp] [--showpower] [--showtopo|--showtoponuma] "
+                     "[--showproductname] (ROCm 5.x-6.x; MI210, MI250/MI250X GCDs, MI300X, DPX partitions): "
+                     "temperatures, package power, topology and Product Info (card series, model, SKU, GFX "
+                     "version) sections, in one text or apart",
          "rocm-smi-power": "rocm-smi --showpower (-P) / --showmaxpower / -a, text or --json (ROCm 5.x-6.x): Average "
                            "(ROCm 5) or Current Socket (ROCm 6) Graphics Package Power, Max Graphics Package Power, "
                            "a secondary die's N/A (MI250/MI250X)",
@@ -239,4 +309,5 @@ READS = {"rocm-smi": "rocm-smi (Concise Info table) [--showtemp] [--showpower] [
          "rocm-smi-topo": "rocm-smi --showtopo / --showtoponuma (ROCm 5.x-6.x): Weight, Hops, Link Type tables "
                           "between GPUs, NUMA node and affinity per GPU",
          "amd-smi-topology": "amd-smi topology (every table, or some: -cndz) (ROCm 6.1-7.x; MI300X): BDF-headed ACCESS, "
-                             "WEIGHT, HOPS, LINK TYPE, NUMA BW, CACHE COHERANCY, ATOMICS, DMA, BI-DIRECTIONAL tables"}
+                             "WEIGHT, HOPS, LINK TYPE, NUMA BW, CACHE COHERANCY, ATOMICS, DMA, BI-DIRECTIONAL tables; "
+                             "--json of ROCm 6.0-6.1.0 (per-GPU gpu_N maps) and 6.1.1+ (links lists with BDFs)"}

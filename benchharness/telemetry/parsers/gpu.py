@@ -223,6 +223,10 @@ def _v(item: Any) -> Any:
     return item
 
 
+#: a bracketed note a writer put in a text paste (``[output truncated]``, ``[...]``), not JSON
+_AMD_NOTE = re.compile(r"^\s*\[\s*(?:\.\.\.|[A-Za-z][A-Za-z .,_-]*)\s*\]\s*$")
+
+
 def _amd_documents(text: str) -> list[tuple[int, Any]]:
     """(line number, document) of each JSON document in an ``amd-smi ... --json`` capture.
 
@@ -236,7 +240,7 @@ def _amd_documents(text: str) -> list[tuple[int, Any]]:
     i = 0
     while i < len(lines):
         line = lines[i]
-        if not line.strip().startswith(("[", "{")) or is_noise(line):
+        if not line.strip().startswith(("[", "{")) or is_noise(line) or _AMD_NOTE.match(line):
             i += 1
             continue
         body = "\n".join(lines[i:])
@@ -345,13 +349,39 @@ def parse_amd_smi(text: str) -> list[dict[str, Any]]:
     for line_no, data in documents:
         if isinstance(data, dict):
             data = data.get("gpu_data", [data])
-        if not isinstance(data, list) or not all(isinstance(item, dict) for item in data):
-            raise unreadable(line_no, text.splitlines()[line_no - 1], "amd-smi JSON is not a list of GPUs")
+        if not isinstance(data, list) or not all(isinstance(item, dict) and "gpu" in item for item in data):
+            raise unreadable(line_no, text.splitlines()[line_no - 1],
+                             "amd-smi JSON is not a list of GPUs (each with its \"gpu\" index; a jq-filtered "
+                             "part of a document does not say which GPU it is)")
         gpus.extend(_amd_gpu(item) for item in data)
     if documents:
         return gpus
     lines = undecorate(text).split("\n")
-    return [_amd_gpu(item) for item in _amd_text_gpus(lines)] + _amd_monitor(lines)
+    blocks = [_amd_gpu(item) for item in _amd_text_gpus(lines)]
+    if blocks and all(set(block) <= {"index"} for block in blocks):
+        at = next(i for i, line in enumerate(lines) if _AMD_BLOCK.match(line.strip()))
+        raise unreadable(at + 1, lines[at], "amd-smi GPU blocks without a reading this reader knows "
+                         "(temperature, power, clock, usage, memory, PCIe, ECC, partition, limits)")
+    return blocks + _amd_monitor(lines)
+
+
+#: further sections of ``amd-smi metric`` / ``static`` (text or JSON) -> names; the monitor table's
+#: GFX_UTIL / MEM_UTIL / VRAM_* columns are the same readings (ROCm 6.0-7.x key spellings)
+_AMD_SECTIONS = {
+    "usage": {"gfx_activity": "utilization_pct", "umc_activity": "memory_utilization_pct",
+              "mm_activity": "mm_utilization_pct"},
+    "mem_usage": {"total_vram": "vram_total_mb", "used_vram": "vram_used_mb", "free_vram": "vram_free_mb"},
+    "vram": {"size": "vram_size_mb", "type": "vram_type"},
+    "partition": {"compute_partition": "compute_partition", "memory_partition": "memory_partition",
+                  "partition_id": "partition_id"},
+    "ecc": {"total_correctable_count": "ecc_correctable_count",
+            "total_uncorrectable_count": "ecc_uncorrectable_count",
+            "total_deferred_count": "ecc_deferred_count"},
+    "pcie": {"replay_count": "pcie_replay_count", "l0_to_recovery_count": "pcie_l0_to_recovery_count",
+             "nak_sent_count": "pcie_nak_sent_count", "nak_received_count": "pcie_nak_received_count"},
+    "energy": {"total_energy_consumption": "energy_j"},
+}
+_AMD_TEXT = {"vram_type", "compute_partition", "memory_partition"}
 
 
 def _amd_gpu(item: dict[str, Any]) -> dict[str, Any]:
@@ -376,6 +406,16 @@ def _amd_gpu(item: dict[str, Any]) -> dict[str, Any]:
         "numa_node": to_int(_v((item.get("numa") or {}).get("node"))),
         "timestamp": item.get("timestamp"),
     }
+    for section, fields in _AMD_SECTIONS.items():
+        values = item.get(section)
+        if isinstance(values, dict):
+            for key, name in fields.items():
+                raw = _v(values.get(key))
+                number = to_float(raw)
+                if name in _AMD_TEXT or number is None:
+                    gpu[name] = raw
+                else:
+                    gpu[name] = int(number) if name.endswith(("_count", "_id")) and number.is_integer() else number
     if isinstance(clock, dict):
         gfx = clock.get("gfx_0") or clock.get("gfx") or {}
         if isinstance(gfx, dict):

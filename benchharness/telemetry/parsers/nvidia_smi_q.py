@@ -33,7 +33,8 @@ sections are indented 4 spaces and their ``Label : value`` lines 8. The sections
 
 Each ``Label : N unit`` line becomes ``snake(label)`` with the unit as suffix (``C`` -> ``_c``,
 ``W`` -> ``_w``, ``MHz`` -> ``_mhz``, ``sec`` -> ``_s``, ``MiB`` -> ``_mib``, ``%`` -> ``_pct``): ``gpu_current_temp_c``, ``gpu_shutdown_tlimit_temp_c``,
-``average_power_draw_w``. ``N/A`` and the like are absent (the driver cannot give them), never 0.
+``average_power_draw_w``. ``N/A`` and the like are absent (the driver cannot give them), never 0; so is a samples ``Duration``
+of 2**63 µs or more (R375 prints ``18446744073709.22 sec``: a negative window printed unsigned).
 Each power scope also gets ``draw_w`` (average, else instantaneous, else ``Power Draw``) and
 ``limit_w`` (``Current``, else ``Enforced``, else ``Power Limit``), the same fact across versions.
 A line of these sections whose value has a unit but no number is an error naming it (exit 3).
@@ -75,6 +76,9 @@ _ABSENT = {"n/a", "[n/a]", "not supported", "[not supported]", "unknown error", 
            "[insufficient permissions]", "unknown"}
 _NUMBER = re.compile(r"^(-?\d+(?:\.\d+)?)\s*([A-Za-z]+|%)?$")
 _PSTATE = re.compile(r"^Performance State$", re.IGNORECASE)
+#: a samples ``Duration`` this long (R375: ``18446744073709.22 sec``) is 2**64 µs less a little:
+#: a negative window printed unsigned, no duration at all
+_WRAPPED_S = 2**63 / 1e6
 
 
 def _value(label: str, raw: str, line_no: int, line: str) -> tuple[str, Any] | None:
@@ -87,6 +91,8 @@ def _value(label: str, raw: str, line_no: int, line: str) -> tuple[str, Any] | N
         value: float | int = float(number) if "." in number else int(number)
         if unit and unit not in _UNITS:
             raise unreadable(line_no, line, f"nvidia-smi -q: unit {m.group(2)!r} not known")
+        if key == "duration" and unit == "sec" and value >= _WRAPPED_S:
+            return None  # a sample window whose start stamp is after its end, printed as an unsigned µs count
         return key + _UNITS.get(unit, ""), value
     if re.search(r"\s(?:C|W|MHz|sec|MiB|%)$", raw):
         raise unreadable(line_no, line, "nvidia-smi -q: a reading without its number")
