@@ -40,3 +40,19 @@ def test_mlxlink_json_per_lane_values_and_ber_as_numbers() -> None:
     assert got["lanes"]["raw_physical_errors_per_lane"] == [3, 0]
     assert got["ber"] == {"raw_physical_ber": 1e-8, "effective_physical_ber": 1.5e-254}
     assert got["eye"]["initial_fom"] == [145, 140]
+
+
+def test_numactl_indented_listing_and_a_readers_elisions() -> None:
+    numactl = get_parser("numactl")
+    text = _read("numactl", "eiger_rome_2x64_nps4_8_nodes_indented_admonition_srun.txt")
+    whole = numactl(text)  # was: nothing read (every line indented by four spaces)
+    assert len(whole["nodes"]) == 8 and "elided" not in whole
+    assert whole["nodes"][4]["distances"][:5] == [32, 32, 32, 32, 10]
+    # the same listing as a slide shortens it: CPUs and whole nodes left out with "..."
+    lines = text.splitlines()
+    short = [lines[1], lines[2].replace(" 131 132 133 134 135 136 137 138 139 140 ", " ... "), *lines[3:5], "    ...",
+             *lines[23:26]]
+    cut = numactl("\n".join(short) + "\n")  # was: "CPU numbers expected"
+    assert cut["elided"] is True and [n["node"] for n in cut["nodes"]] == [0, 7]
+    assert cut["nodes"][0]["cpus_elided"] is True and cut["nodes"][0]["cpus"][-5:] == [129, 130, 141, 142, 143]
+    assert cut["cpuless_nodes"] == []

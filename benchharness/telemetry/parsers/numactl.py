@@ -7,6 +7,8 @@ from typing import Any
 
 from benchharness.telemetry.parsers._common import undecorate, unreadable
 
+_ELLIPSIS = ("...", "\u2026", "....")
+
 
 def _cpus(text: str) -> list[int]:
     """``0 1 2 3`` as numactl prints them, or a CPU list of ranges (``0-95,192-287``)."""
@@ -30,11 +32,16 @@ def parse_numactl(text: str) -> dict[str, Any]:
     in_distances = False
     available = None
     wrapped: dict[str, Any] | None = None  # the node whose cpus line may continue on the next line
-    for line_no, line in enumerate(undecorate(text).split("\n"), 1):
-        if wrapped is not None and re.fullmatch(r"\s*\d+(?:\s+\d+)*\s*", line):
+    elided = False
+    for line_no, raw in enumerate(undecorate(text).split("\n"), 1):
+        line = raw.strip()  # a listing indented as a whole (a Markdown admonition, a log) reads the same
+        if wrapped is not None and re.fullmatch(r"\d+(?:\s+\d+)*", line):
             wrapped["cpus"].extend(int(c) for c in line.split())
             continue
         wrapped = None
+        if line in _ELLIPSIS:  # the poster left nodes out
+            elided = True
+            continue
         m = re.match(r"^available:\s*(\d+) nodes", line)
         if m:
             available = int(m.group(1))
@@ -43,9 +50,13 @@ def parse_numactl(text: str) -> dict[str, Any]:
         if m:
             node = nodes.setdefault(int(m.group(1)), {"node": int(m.group(1)), "cpus": []})
             if m.group(2) == "cpus":
-                if not re.fullmatch(r"[\d\s]*|\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*\s*", m.group(3)):
-                    raise unreadable(line_no, line, "CPU numbers expected")
-                node["cpus"] = _cpus(m.group(3))
+                listed = m.group(3)
+                if any(dots in listed.split() for dots in _ELLIPSIS):  # "128 129 130 ... 141 142 143"
+                    node["cpus_elided"] = True
+                    listed = " ".join(c for c in listed.split() if c not in _ELLIPSIS)
+                if not re.fullmatch(r"[\d\s]*|\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*\s*", listed):
+                    raise unreadable(line_no, raw, "CPU numbers expected")
+                node["cpus"] = _cpus(listed)
                 wrapped = node
             else:
                 mb = re.match(r"(\d+)\s*MB", m.group(3))
@@ -61,20 +72,25 @@ def parse_numactl(text: str) -> dict[str, Any]:
             m = re.match(r"^\s*(\d+):\s*(.*)$", line)
             if m:
                 if not re.fullmatch(r"[\d\s]*", m.group(2)):
-                    raise unreadable(line_no, line, "distances expected")
+                    raise unreadable(line_no, raw, "distances expected")
                 distances[int(m.group(1))] = [int(x) for x in m.group(2).split()]
     for number, node in nodes.items():
         node["has_cpu"] = bool(node["cpus"])
         node["distances"] = distances.get(number, [])
-    return {
+    out: dict[str, Any] = {
         "available_nodes": available,
         "nodes": [nodes[n] for n in sorted(nodes)],
         "distance_header": header,
-        "cpuless_nodes": [n for n in sorted(nodes) if not nodes[n]["cpus"]],
+        "cpuless_nodes": [n for n in sorted(nodes) if not nodes[n]["cpus"] and not nodes[n].get("cpus_elided")],
     }
+    if elided or any(node.get("cpus_elided") for node in nodes.values()):
+        out["elided"] = True  # "..." in place of nodes or CPUs: the listing is not whole
+    return out
 
 
 PARSERS = {"numactl": parse_numactl}
 READS = {"numactl": "numactl -H / --hardware (numactl 2.x): 'available: N nodes', per node cpus, size and free MB "
-                    "(CPU-less CXL / HBM memory nodes as cpus []), the node distances matrix; 2 to 8+ nodes, "
-                    "cpus lists a mail or terminal wrapped, prompts and '> ' quotes"}
+                    "(CPU-less CXL / HBM / GPU-memory nodes as cpus []), the node distances matrix; 1 to 16 nodes "
+                    "(Intel, AMD NPS1-NPS4 on one or two sockets, Grace), CPU lists as numbers or ranges, wrapped by a "
+                    "mail or terminal, a listing indented as a whole, '...' where the poster left CPUs or nodes out "
+                    "(elided: true), prompts and '> ' quotes"}
