@@ -436,6 +436,9 @@ READS = {
     "nvidia-smi-topo": "nvidia-smi topo -m / -mp (drivers R4xx-R5xx; DGX-2, A100, H100, B200 and GB200 nodes): "
                        "GPUn/NICn (or mlx5_N) matrix (X, PIX, PXB, PHB, NODE, SYS, NV#), CPU and NUMA affinity "
                        "(single node or Grace range lists), GPU NUMA ID, the NIC legend",
-    "amd-smi": "amd-smi static / metric (text GPU: N blocks, or --json: a bare list or {gpu_data: [...]}) and "
-               "amd-smi monitor tables (ROCm 6.0-7.x; MI210, MI300A, MI300X, partitions)",
+    "amd-smi": "amd-smi static / metric [--usage --power --clock --temperature --pcie --ecc --mem-usage "
+               "--partition --limit --asic --bus] (text GPU: N blocks, wrapped lists, a writer's [output truncated]; "
+               "or --json: a bare list or {gpu_data: [...]}) and amd-smi monitor tables (ROCm 6.0-7.x; MI210, MI250, "
+               "MI300A, MI300X, MI308X, partitions, Radeon): usage, power, clocks, temperatures, VRAM, partition, ECC "
+               "totals, PCIe link and counters, limits; a jq-filtered fragment is refused",
 }

@@ -179,8 +179,9 @@ def parse_q(text: str) -> list[dict[str, Any]]:
 
 PARSERS = {"nvidia-smi-q": parse_q}
 READS = {
-    "nvidia-smi-q": "nvidia-smi -q [-d TEMPERATURE,POWER,PERFORMANCE,CLOCK,MEMORY,UTILIZATION] (drivers R4xx-R595, "
-                    "Linux and Windows): Temperature (absolute and T.Limit-relative), Power Readings / GPU, GPU "
+    "nvidia-smi-q": "nvidia-smi -q [-d TEMPERATURE,POWER,PERFORMANCE,CLOCK,MEMORY,UTILIZATION] (drivers R375-R595, "
+                    "Linux and Windows; old 36-column and later 42-column layouts; section excerpts without the GPU "
+                    "line): Temperature (absolute and T.Limit-relative), Power Readings / GPU, GPU "
                     "Memory and Module Power Readings, Power Samples, Clocks (current, applications, max, samples), "
                     "FB / BAR1 / Conf Compute Protected Memory Usage (MiB), Utilization and its samples, Performance State, \"Clocks Throttle Reasons\" / "
                     "\"Clocks Event Reasons\" and their counters",
