@@ -40,9 +40,12 @@ _ERROR_KINDS: tuple[tuple[str, str], ...] = (
 
 
 #: What ``bench parse iperf3`` reads (``bench parse --list``).
-READS = {"iperf3": "iperf3 -J client documents (3.x fields as 3.6 to 3.12 write them: TCP and UDP, "
-                   "-P, -R, --bidir; 3.11+ UDP sum_sent / sum_received; interrupted or cut short, after a ^C echo) and, when no JSON is there, its text output as iperf3-text reads it; "
-                   "'iperf3: error - ...' lines named by kind"}
+READS = {"iperf3": "iperf3 -J client documents (3.x fields as 3.0.11 to 3.12 write them: TCP and UDP, "
+                   "-P, -R, --bidir; 3.11+ UDP sum_sent / sum_received; interrupted or cut short, after a ^C "
+                   "echo; an error document (3.0.11 'error - unable to connect ...') named by kind); "
+                   "--json-stream event lines (3.17+: start / interval / end / error events, one run per "
+                   "start; interval events alone read as a run cut short); when no JSON is there, its text "
+                   "output as iperf3-text reads it; 'iperf3: error - ...' lines named by kind"}
 
 def classify_error(message: str) -> str:
     """A stable kind for one of iperf3's error texts (``tool_error`` when unknown)."""
@@ -78,6 +81,40 @@ def split_documents(text: str) -> list[dict[str, Any]]:
     return docs
 
 
+#: ``--json-stream`` (iperf3 3.17+, ``JSONStream_Output`` in iperf_api.c): one unformatted object a
+#: line, ``{"event": NAME, "data": ...}``; each event's data is the part of the ``-J`` document it names
+_STREAM_EVENTS = frozenset({"start", "interval", "end", "error", "server_output_json", "server_output_text"})
+
+
+def _is_stream_event(obj: Mapping[str, Any]) -> bool:
+    return set(obj) <= {"event", "data"} and obj.get("event") in _STREAM_EVENTS
+
+
+def join_stream_events(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``--json-stream`` events read back into ``-J`` documents: ``start`` opens one (a second
+    ``start`` opens the next run's), each ``interval`` is one of its ``intervals``, ``end`` its end
+    sums, ``error`` its error text. Whole ``-J`` documents pass through as they are."""
+    out: list[dict[str, Any]] = []
+    current: dict[str, Any] | None = None
+    for obj in docs:
+        if not _is_stream_event(obj):
+            out.append(obj)
+            current = None
+            continue
+        event, data = obj["event"], obj.get("data")
+        if current is None or (event == "start" and ("start" in current or current["intervals"]
+                                                     or "end" in current)):
+            current = {"intervals": []}
+            out.append(current)
+        if event == "interval" and isinstance(data, dict):
+            current["intervals"].append(data)
+        elif event == "error":
+            current["error"] = str(data)
+        elif event in ("start", "end", "server_output_json", "server_output_text"):
+            current[event] = data
+    return out
+
+
 def parse_output(text: str) -> list[Record]:
     """Records of one client's saved ``-J`` output (all its documents).
 
@@ -92,6 +129,7 @@ def parse_output(text: str) -> list[Record]:
         if cleaned == text:
             raise
         docs = split_documents(cleaned)
+    docs = join_stream_events(docs)
     out: list[Record] = []
     for index, doc in enumerate(docs):
         try:

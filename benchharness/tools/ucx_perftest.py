@@ -48,7 +48,10 @@ READS = {"ucx_perftest": "ucx_perftest client output (UCX 1.8 to 1.18: UCP and U
                          "(several tests under '=== name ===' banners or -b batch rulers, named ucx_test), from "
                          "its Final: row (-f: its only row; without a label column: the last row), never a "
                          "progress row; MB/s = MiB/s; UCX WARN / PROTO_INFO lines and prompts skipped; progress "
-                         "rows without a final one are refused (no_result)"}
+                         "rows without a final one are refused (no_result); the test box (Test:, Message size:) "
+                         "before the header or, from a server started in the same shell, between the header "
+                         "and the rows gives ucx_test_desc and size_bytes, and before 1.10 (every test titled "
+                         "'latency') a bandwidth / message rate test's columns read as overhead"}
 
 #: a result row: ``Final:``, ``[thread N]`` (progress), a batch test's name (``-f``) or nothing, then figures
 _ROW_RE = re.compile(r"^\s*(Final:|\[thread \d+\]|[A-Za-z_][\w/.:-]*(?=\s))?\s*((?:" + _NUM + r"\s+)*" + _NUM
@@ -99,8 +102,13 @@ def _sections(lines: list[str]) -> list[dict[str, Any]]:
         if m := _BANNER_RE.match(line):
             banner = m.group(1)
             continue
-        if m := re.match(r"^\|\s*(Test|Message size):\s*(.*?)\s*\|", line):
-            context[m.group(1)] = m.group(2)
+        if m := re.match(r"^\s*\|\s*(Test|Message size):\s*(.*?)\s*\|", line):
+            if sections and not sections[-1]["rows"] and m.group(1) not in sections[-1]:
+                # the server's test box between the client's header and its rows (both ends
+                # writing to one terminal): the box of the test under way
+                sections[-1][m.group(1)] = m.group(2)
+            else:
+                context[m.group(1)] = m.group(2)
             continue
         if "(usec)" in line:
             context["usec"] = line
@@ -143,7 +151,8 @@ def parse_output(text: str, pingpong: bool | None = None) -> list[Record]:
 
     The usec columns are one-way latency for ping-pong tests (``lat_*``) and per-message
     overhead for streaming ones (``overhead_*``); ``pingpong`` says which when the caller knows
-    the test, else the column title does (releases before 1.10 title both "latency"). Several
+    the test, else the column title does (releases before 1.10 title both "latency": there the
+    test box's ``Test:`` line, "tag match bandwidth", names a streaming test). Several
     tests in one text (a script's ``=== name ===`` banners, ``-b`` batch files) are one record
     each, with ``ucx_test`` set to the name printed; a test cut before its final row has none.
     """
@@ -154,7 +163,10 @@ def parse_output(text: str, pingpong: bool | None = None) -> list[Record]:
         staged = header.count("|") > 2 and header.split("|")[1].strip() not in ("", "# iterations")
         cols = [c.strip() for c in header.split("|")]
         pct = _col_name(cols[3 if staged else 2] if len(cols) > 3 else "")
-        is_pingpong = pingpong if pingpong is not None else "latency (usec)" in section.get("usec", "")
+        # before 1.10 streaming tests are titled "latency" too: the test box's name then tells
+        streaming = re.search(r"bandwidth|message rate", section.get("Test", ""))
+        is_pingpong = pingpong if pingpong is not None else \
+            "latency (usec)" in section.get("usec", "") and not streaming
         kind = "lat" if is_pingpong else "overhead"
         for name, final in _finals(section):
             rec: Record = {}
