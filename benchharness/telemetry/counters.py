@@ -87,8 +87,10 @@ _IB_PORT_NAME = frozenset({
 #: A counters directory named in the text (a ``cd`` or ``grep`` command line, a ``==> path <==``
 #: header): the device and port of the rows listed without their path.
 _IB_DIR = re.compile(r"/sys/\S*?/infiniband/([^/\s'\"*]+)/ports/(\d+)/(hw_counters|counters)\b")
-#: ``head``/``tail`` of several files: ``==> out_of_sequence <==`` (or a path) then the value.
-_FILE_HEAD = re.compile(r"^==> (\S+) <==$")
+#: A file's banner, then its value on the next line: ``head``/``tail`` of several files
+#: (``==> out_of_sequence <==``, or a path), and the banners of a shell loop over the files
+#: (``echo "=== $file ==="``: ``=== ./port_xmit_wait ===``; ``--- name ---``).
+_FILE_HEAD = re.compile(r"^(?:==> (\S+) <==|={2,}\s*([\w./:-]+)\s*={2,}|-{3,}\s*([\w./:-]+)\s*-{3,})$")
 #: ``paste <(ls) <(cat *)`` and friends: a name and a number separated by blanks.
 _NAME_BLANK_VALUE = re.compile(r"^([A-Za-z_][\w.-]*)\s+(-?\d+)$")
 
@@ -113,7 +115,7 @@ def _named_rows(lines: list[str], used: set[int], named_dir: bool) -> tuple[list
         m = _FILE_HEAD.match(line.strip())
         value = lines[i + 1].strip()
         if m and i not in used and re.fullmatch(r"-?\d+", value):
-            out.append((m.group(1), int(value)))
+            out.append((next(g for g in m.groups() if g), int(value)))
             read |= {i, i + 1}
     blank = [(i, m.group(1), int(m.group(2))) for i, line in enumerate(lines) if i not in used | read
              and (m := _NAME_BLANK_VALUE.match(line.strip()))]

@@ -7,7 +7,6 @@ import re
 from typing import Any
 
 from benchharness.telemetry.parsers._common import (
-    clean_text,
     is_noise,
     strip_ansi,
     to_float,
@@ -536,26 +535,70 @@ def parse_rdma_statistic(text: str) -> dict[str, int]:
     return counters
 
 
+#: One ``ibdev2netdev`` line (mlnx-tools ``ofed_scripts/ibdev2netdev``): ``DEV port P ==> NETDEV (State)``,
+#: with ``-v`` ``PCI DEV (MTdevid - partid) description fw FW port P (IBSTATE) ==> NETDEV (State)``
+#: (``partid`` padded to 11 columns, ``NA`` where the VPD is unreadable; the description as long as
+#: the VPD's, an empty PCI address where none is found); the old style (no ``dev_id`` files):
+#: ``DEV port P <===> NETDEV``.
 _IBDEV = re.compile(
-    r"^(?:(?P<pci>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d)\s+)?(?P<dev>\S+)\s+"
-    r"(?:\((?P<part>[^)]*)\)\s+(?P<desc>.*?)\s+fw\s+(?P<fw>\S+)\s+)?"
-    r"port\s+(?P<port>\d+)(?:\s+\(\s*(?P<ibstate>[A-Z_]+)\s*\))?\s+==>\s+(?P<netdev>\S+)\s+\(\s*(?P<state>[^)]*?)\s*\)"
+    r"^(?:(?P<pci>[0-9a-fA-F]{4,5}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d)\s+)?(?P<dev>\S+)\s+"
+    r"(?:\((?P<part>[^)]*)\)\s+(?P<desc>.*?)\s*\bfw\s+(?P<fw>\S+)\s+)?"
+    r"port\s+(?P<port>\d+)(?:\s+\(\s*(?P<ibstate>[A-Za-z_]+)\s*\))?\s+"
+    r"(?:==>\s+(?P<netdev>\S+)\s+\(\s*(?P<state>[^)]*?)\s*\)|<===>\s+(?P<old_netdev>\S+))"
 )
+#: The start of a ``-v`` line (PCI address, device, ``(MT... -``): a paste that wrapped it goes on
+#: on the next line(s).
+_IBDEV_V_START = re.compile(r"^[0-9a-fA-F]{4,5}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d\s+\S+\s+\(")
+#: A line that says it maps a device's port to a netdev: one the pattern cannot read is an error.
+_IBDEV_LIKE = re.compile(r"\bport\b.*(?:==>|<===>)\s*\S")
+
+
+def _ibdev_lines(text: str) -> list[tuple[int, str]]:
+    """(line number, line) of ``ibdev2netdev`` output, a ``-v`` line that a terminal or a mail
+    wrapped joined again (up to three pieces, while no ``==>`` has been seen)."""
+    lines = undecorate(text).split("\n")
+    out: list[tuple[int, str]] = []
+    i = 0
+    while i < len(lines):
+        line, no = lines[i].strip(), i + 1
+        i += 1
+        if _IBDEV_V_START.match(line) and "==>" not in line:
+            pieces = [line]
+            while i < len(lines) and len(pieces) < 3 and lines[i].strip() and "==>" not in pieces[-1] \
+                    and not _IBDEV_V_START.match(lines[i].strip()):
+                pieces.append(lines[i].strip())
+                i += 1
+            line = " ".join(pieces)
+        out.append((no, line))
+    return out
 
 
 def parse_ibdev2netdev(text: str) -> list[dict[str, Any]]:
-    """``ibdev2netdev [-v]``: RDMA device/port to netdev, with PCI address, firmware and states."""
+    """``ibdev2netdev [-v]``: RDMA device/port to netdev, with PCI address, firmware and states.
+
+    ``-v``'s ``(MT4129 - MCX75310AAS-NEAT)`` gives ``part`` as printed (padding removed) and its two
+    halves, ``hca_type`` and ``part_number`` (None where the script printed ``NA`` or nothing). A line
+    that maps a port to a netdev in a form not read here is an error naming it."""
     out: list[dict[str, Any]] = []
-    for line in clean_text(text).splitlines():
-        m = _IBDEV.match(line.strip())
+    for no, line in _ibdev_lines(text):
+        m = _IBDEV.match(line)
         if not m:
+            if _IBDEV_LIKE.search(line) and not line.lstrip().startswith("#"):
+                raise unreadable(no, line, "an ibdev2netdev line whose device, port or netdev cannot be read")
             continue
-        entry = {"device": m.group("dev"), "port": int(m.group("port")), "netdev": m.group("netdev"),
-                 "netdev_state": m.group("state")}
-        for key in ("pci", "part", "desc", "fw", "ibstate"):
+        netdev = m.group("netdev") or m.group("old_netdev")
+        entry: dict[str, Any] = {"device": m.group("dev"), "port": int(m.group("port")), "netdev": netdev,
+                                 "netdev_state": m.group("state") if m.group("netdev") else None}
+        for key in ("pci", "desc", "fw", "ibstate"):
             if m.group(key):
-                entry[{"pci": "pci_address", "ibstate": "port_state", "part": "part",
+                entry[{"pci": "pci_address", "ibstate": "port_state",
                        "desc": "description", "fw": "fw_ver"}[key]] = m.group(key)
+        if m.group("part") is not None:
+            part = re.sub(r"\s+", " ", m.group("part")).strip()
+            entry["part"] = part
+            hca, _sep, number = part.partition(" - ")
+            entry["hca_type"] = None if hca.strip() in ("", "NA") else hca.strip()
+            entry["part_number"] = None if number.strip() in ("", "NA") else number.strip()
         out.append(entry)
     return out
 
@@ -576,6 +619,9 @@ READS = {
     "rdma-statistic": "rdma statistic show [link DEV/PORT] [-j|-p] (iproute2 5.3+ and MLNX_OFED's; Optional-set and "
                       "optional-counters; wrapped or quoted pastes; mode records skipped) -> ib_hw:DEV/PORT:counter; "
                       "rdma statistic qp show -> ib_hw_qp:DEV/PORT/CNTN:counter",
-    "ibdev2netdev": "ibdev2netdev [-v] (MLNX_OFED / DOCA-OFED mlnx-tools): DEV port N ==> netdev (Up|Down), "
-                    "-v with PCI address, part, description, firmware and port state",
+    "ibdev2netdev": "ibdev2netdev [-v] (MLNX_OFED / DOCA-OFED / OFED-internal mlnx-tools; ConnectX-4..7, IGX, "
+                    "BlueField-3 SuperNIC, VFs): DEV port N ==> netdev (Up|Down), also after column -t and with "
+                    "comments; -v with PCI address, (MTxxxx - part number) as hca_type/part_number (NA: none), "
+                    "VPD description however padded, firmware and port state, lines a terminal wrapped; the "
+                    "old style DEV port N <===> netdev",
 }

@@ -217,7 +217,10 @@ READS = {
                "written, a line cut short skipped",
     "counters-snapshot": "a sampler --snapshot JSON document, or pasted counter listings in one text: ethtool -S "
                          "(any driver; [N]: / rxq0: per-queue names), rdma statistic show, perfquery [-x], "
-                         "show_counters and grep . of /sys/class/infiniband/*/ports/*/(hw_)counters, "
+                         "show_counters and grep . of /sys/class/infiniband/*/ports/*/(hw_)counters or the "
+                         "/sys/devices/... path (mlx5, hfi1, i40iw 'N/A (no PMA)': an error), the same directory "
+                         "listed after a cd or a prompt naming it (head/tail '==> f <==', echo '=== f ===' loop "
+                         "banners, printf/paste name-value rows), "
                          "/sys/class/net/*/statistics, netstat -s / nstat -> '<source>:<device>:<counter>' "
                          "names the health verdicts read",
 }
