@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 import re
 from dataclasses import dataclass, field
@@ -33,10 +34,17 @@ READS = {
                   "(K80 to B200 and GB10); any collective: all_reduce, all_gather, "
                   "alltoall, broadcast, sendrecv ... seen; 1 to 64 ranks) under mpirun / srun -l / "
                   "--tag-output, with NCCL INFO/WARN lines between rows, elided rows, Markdown-damaged "
-                  "headers; out-of-place and in-place rows, the Avg bus bandwidth footer; wrong results and "
-                  "NCCL/CUDA/MPI failures named by kind",
+                  "headers; out-of-place and in-place rows, the Avg bus bandwidth footer; several runs in one "
+                  "paste (a sweep run after run, split at each output's opening lines, its command line or "
+                  "a '====== label ======' line) each with its rows and footer (run = 1, 2 ..., run_label); "
+                  "-N repeated sweeps numbered as cycles; rows a grep kept without their column titles "
+                  "(the 13-cell #wrong and 12-cell error layouts); wrong results and NCCL/CUDA/MPI failures "
+                  "named by kind",
     "rccl-tests": "rccl-tests *_perf stdout (2023 layout with the 'error' column, and the #wrong layout with "
-                  "the 'rccl-tests: Version' line; MI250X, MI300X, Radeon), as nccl-tests is read",
+                  "the 'rccl-tests: Version' line; ROCm 6.2 to 7.0: RCCL's 'RCCL version : ...' banner of "
+                  "NCCL_DEBUG=VERSION (rccl_version), '# Testing N cycle.' lines; MI250X, MI300X, MI325X, "
+                  "MI355X, Radeon; 1 to 64 ranks), as nccl-tests is read: several runs in one paste each "
+                  "its own, egrep-kept rows without column titles",
 }
 
 _TAG = re.compile(r"\[\d+,\d+\]<(?:stdout|stderr|stddiag)>:")
@@ -57,6 +65,14 @@ _START = re.compile(r"^#\s*Collective test starting:\s*(\S+)")
 _VERSION = re.compile(r"^#\s*nccl-tests version (\S+)(?:\s+\([0-9A-Za-z._-]+\))?"
                       r"(?:\s+nccl-headers=(\d+)\s+nccl-library=(\d+))?")
 _RCCL_VERSION = re.compile(r"^rccl-tests: Version (\S+)")
+# RCCL's own banner (NCCL_DEBUG=VERSION, ROCm 6.4+): "RCCL version : 2.22.3-HEAD:7d8d67c", then HIP / ROCm
+# version, Hostname and Librccl path lines
+_RCCL_LIBRARY = re.compile(r"^RCCL version\s*:\s*(\S+)")
+# lines that open an output (nccl-tests' first lines, rccl-tests' version line): after rows, a second run
+_OPENS = re.compile(r"^#?\s*(?:nThread \d|Collective test starting:|nccl-tests version |Using devices\s*$)"
+                    r"|^rccl-tests: Version ")
+# a line a script or a reader put between runs: "====== 2-node ======", "======== reduce_scatter_perf"
+_SEPARATOR = re.compile(r"^(?:={3,}|-{3,}|\*{3,})\s*(?:(.*?)\s*(?:={3,}|-{3,}|\*{3,})?)?$")
 _CYCLE = re.compile(r"^#\s*Testing (\d+) cycle")
 # the benchmark's program on a command line pasted above the output (``mpirun ... ./build/broadcast_perf
 # -b 8``): the collective's name where the tool printed none (before 2.11 there is no "Collective test
@@ -106,9 +122,15 @@ class NcclRun:
     records: list[Record] = field(default_factory=list)
     ranks: list[dict[str, Any]] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
+    #: the outputs of a paste that holds several runs (a sweep pasted run after run), each with its
+    #: rows and footer and ``run`` = 1, 2, ...; empty for one run. ``records`` then holds every row.
+    runs: list[NcclRun] = field(default_factory=list)
 
     def all_records(self) -> list[Record]:
-        """Result rows followed by one ``kind: summary`` record (ranks, footer, versions)."""
+        """Result rows followed by one ``kind: footer`` record (ranks, footer, versions); run by run
+        when the text held several runs."""
+        if self.runs:
+            return [r for run in self.runs for r in run.all_records()]
         summary: Record = {"kind": "footer", **self.meta, "ranks": self.ranks, "nranks": len(self.ranks)
                            or self.meta.get("nranks")}
         return [*self.records, summary]
@@ -187,13 +209,20 @@ def _check_results(run: NcclRun) -> None:
         raise ToolFailure("wrong_results", f"{r.get('collective') or 'collective'} returned wrong data: "
                           f"{r.get('wrong')} wrong elements at {r['size_bytes']} B {r['placement']} "
                           f"({len(bad)} rows with errors)", records=run.all_records())
-    oob = run.meta.get("out_of_bounds")
+    for part in run.runs or [run]:
+        _check_footer(part, run)
+
+
+def _check_footer(part: NcclRun, whole: NcclRun) -> None:
+    """Raise for a footer that failed (``part``: one run of ``whole``); the failure keeps every row."""
+    where = f" (run {part.meta['run']})" if "run" in part.meta else ""
+    oob = part.meta.get("out_of_bounds")
     if oob:
-        raise ToolFailure("wrong_results", f"nccl-tests reported {oob} out-of-bounds values (FAILED)",
-                          records=run.all_records())
-    if run.meta.get("avg_busbw_check") == "FAILED":
-        raise ToolFailure("below_min_bw", f"average bus bandwidth {run.meta.get('avg_busbw_GBps')} GB/s "
-                          "is below NCCL_TESTS_MIN_BW", records=run.all_records())
+        raise ToolFailure("wrong_results", f"nccl-tests reported {oob} out-of-bounds values (FAILED){where}",
+                          records=whole.all_records())
+    if part.meta.get("avg_busbw_check") == "FAILED":
+        raise ToolFailure("below_min_bw", f"average bus bandwidth {part.meta.get('avg_busbw_GBps')} GB/s "
+                          f"is below NCCL_TESTS_MIN_BW{where}", records=whole.all_records())
 
 
 @dataclass
@@ -281,52 +310,146 @@ def _is_row_start(tokens: list[str]) -> bool:
 
 
 def _parse_table(text: str, collective: str | None) -> NcclRun:
-    run = NcclRun(meta={"format": "table"})
-    name = collective
-    layout: _Layout | None = None
-    banner = ""
-    pending: list[str] | None = None
-    cycle: int | None = None
-    program: str | None = None
+    """The runs of a text, each read as one output; a text of one run gives that run itself."""
+    runs: list[NcclRun] = []
+    state = _TableState(collective)
     for raw in text.splitlines():
         line = _without_log(raw)
         if not line.strip():
             continue
         stripped = line.strip()
-        if program is None and not stripped.startswith("#") and (pm := _PROGRAM.search(stripped)):
-            program = pm.group(1)
-        if stripped.startswith("#") or _RANK.match(stripped):  # a paste may lose a rank line's "#"
-            pending = None
-            name, layout, banner, cycle = _header_line(stripped, run, name, layout, banner, cycle)
+        label = _SEPARATOR.match(stripped)
+        program = None if stripped.startswith("#") or label else _PROGRAM.search(stripped)
+        if (label or program or _OPENS.match(stripped)) and state.run.records:
+            runs.append(state.finish())  # a second output begins: the first one is complete
+            state = _TableState(collective)
+        if label:
+            if label.group(1):
+                state.run.meta["run_label"] = label.group(1)
+                if named := _PROGRAM.search(label.group(1)):
+                    state.program = named.group(1)
             continue
+        if program and state.program is None:
+            state.program = program.group(1)
+        state.read(stripped)
+    if not runs:
+        return state.finish()
+    runs.append(state.finish())
+    for before, run in itertools.pairwise(runs):
+        if run.meta["collective"] is None:  # a sweep of one benchmark: the runs after the first name none
+            run.meta["collective"] = before.meta["collective"]
+            for rec in run.records:
+                rec["collective"] = rec["collective"] or before.meta["collective"]
+    whole = NcclRun(records=[r for run in runs for r in run.records], ranks=runs[0].ranks,
+                    meta=dict(runs[0].meta), runs=runs)
+    for number, run in enumerate(runs, 1):
+        run.meta["run"] = number
+        extra = {"run": number, **({"run_label": run.meta["run_label"]} if "run_label" in run.meta else {})}
+        for rec in run.records:
+            rec.update(extra)
+    return whole
+
+
+class _TableState:
+    """What one output's lines said so far (its table's layout, names, a row cut by log lines)."""
+
+    def __init__(self, collective: str | None) -> None:
+        self.run = NcclRun(meta={"format": "table"})
+        self.name = collective
+        self.layout: _Layout | None = None
+        self.banner = ""
+        self.pending: list[str] | None = None
+        self.cycle: int | None = None
+        self.program: str | None = None
+
+    def read(self, stripped: str) -> None:
+        """Take one line (without an NCCL log message, not blank)."""
+        run = self.run
+        if stripped.startswith("#") or _RANK.match(stripped):  # a paste may lose a rank line's "#"
+            self.pending = None
+            self.name, self.layout, self.banner, self.cycle = _header_line(
+                stripped, run, self.name, self.layout, self.banner, self.cycle)
+            return
         if (vm := _RCCL_VERSION.match(stripped)) is not None:
             run.meta["rccl_tests_version"] = vm.group(1)
-            continue
-        if layout is None:
-            continue
+            return
+        if (vm := _RCCL_LIBRARY.match(stripped)) is not None:
+            run.meta["rccl_version"] = vm.group(1)
+            return
         tokens = stripped.split()
-        if pending is not None:
-            joined = pending + tokens
+        if self.layout is None:
+            # rows a grep kept without their column titles: nccl-tests' own layouts, told by their cells
+            self.layout = _inferred_layout(tokens)
+            if self.layout is None:
+                return
+            run.meta["columns"] = "inferred from the rows (no column titles)"
+        layout = self.layout
+        if self.pending is not None:
+            joined = self.pending + tokens
             # a row cut by log lines continues with its numbers; a complete new row does not join
             if len(joined) <= layout.width and not (_is_row_start(tokens) and len(tokens) == layout.width):
                 tokens = joined
-        pending = None
+        self.pending = None
         if not _is_row_start(tokens) or len(tokens) > layout.width:
-            continue
+            return
         tokens = _fill_empty_redop(tokens, layout)
         if len(tokens) < layout.width:
-            pending = tokens
-            continue
-        for rec in _row(tokens, layout, collective_name(name)):
-            if cycle is not None:
-                rec["cycle"] = cycle
+            self.pending = tokens
+            return
+        for rec in _row(tokens, layout, collective_name(self.name)):
+            if self.cycle is not None:
+                rec["cycle"] = self.cycle
             run.records.append(rec)
-    name = name or program
-    for rec in run.records:
-        if rec.get("collective") is None:
-            rec["collective"] = collective_name(name)
-    run.meta["collective"] = collective_name(name)
-    return run
+
+    def finish(self) -> NcclRun:
+        """The run, its rows named after its collective, repeated sweeps (``-N``) numbered as cycles."""
+        run, name = self.run, self.name or self.program
+        for rec in run.records:
+            if rec.get("collective") is None:
+                rec["collective"] = collective_name(name)
+        run.meta["collective"] = collective_name(name)
+        _number_cycles(run.records)
+        return run
+
+
+def _number_cycles(records: list[Record]) -> None:
+    """``cycle`` 1, 2 ... on the rows of ``-N`` / ``--run_cycles`` runs: nccl-tests prints the whole sweep
+    again with no line between, so a size that does not grow for the same type, op, root and
+    placement starts the next cycle (``-d all`` / ``-o all`` sweeps differ in type or op and do not).
+    Rows that rccl-tests already numbered ("# Testing N cycle.") are left as they are."""
+    if any("cycle" in r for r in records):
+        return
+    last: dict[tuple[Any, ...], int] = {}
+    cycles: dict[tuple[Any, ...], int] = {}
+    numbered: list[int] = []
+    for rec in records:
+        key = (rec.get("type"), rec.get("redop"), rec.get("root"), rec.get("placement"))
+        size = rec.get("size_bytes") or 0
+        if key in last and size <= last[key]:
+            cycles[key] = cycles.get(key, 1) + 1
+        last[key] = size
+        numbered.append(cycles.get(key, 1))
+    if max(numbered, default=1) > 1:
+        for rec, cycle in zip(records, numbered, strict=True):
+            rec["cycle"] = cycle
+
+
+def _inferred_layout(tokens: list[str]) -> _Layout | None:
+    """The layout of a row printed without its column titles, when its cells tell it apart: 2.13+
+    (``root`` and ``#wrong``: 13 cells) or before 2.13 (no root, a max-delta ``error``: 12 cells)."""
+    if not _is_row_start(tokens):
+        return None
+    wrong = re.compile(r"^(?:\d+|N/A)$")
+    delta = re.compile(r"^(?:\d(?:\.\d+)?e[+-]\d+\*?|N/A)$")
+    if len(tokens) == 13 and re.fullmatch(r"-?\d+", tokens[4]) and wrong.match(tokens[8]) and wrong.match(tokens[12]):
+        labels = ["size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong",
+                  "time", "algbw", "busbw", "#wrong"]
+    elif len(tokens) == 12 and not _number(tokens[3]) and delta.match(tokens[7]) and delta.match(tokens[11]):
+        labels = ["size", "count", "type", "redop", "time", "algbw", "busbw", "error", "time", "algbw",
+                  "busbw", "error"]
+    else:
+        return None
+    return _layout(labels, "")
 
 
 def _fill_empty_redop(tokens: list[str], layout: _Layout) -> list[str]:

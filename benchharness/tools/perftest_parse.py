@@ -15,6 +15,7 @@ Formats handled, as perftest's ``perftest_parameters.[ch]`` print them:
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from typing import Any
@@ -31,8 +32,10 @@ READS = {"perftest": "ib_write_bw / ib_read_bw / ib_send_bw / ib_atomic_bw and i
                      "-q/-l/--run_infinitely rows, rdma_cm, CUDA / ROCm / DMA-BUF runs, 6-decimal rows, rows "
                      "whose tab-separated figures a paste ran together, CPU-frequency warnings inside tables, "
                      "latency in usec or cycles with percentiles; a --out_json file (also with unquoted keys); "
-                     "failures (no device, connect, QP, completion errors, clock estimate) named by kind "
-                     "[the adapter runs perftest 4.5+]"}
+                     "failures (no device, connect, QP, completion errors, clock estimate) named by kind; "
+                     "several runs in one paste (a server's and a client's output, a sweep run after run): "
+                     "each run its own rows (run = 1, 2 ...), test and side (the waiting banner, else the "
+                     "command line: a client names its server) [the adapter runs perftest 4.5+]"}
 
 MIB = 1 << 20
 #: Line the adapter's client wrapper prints before the ``--out_json`` file it appends to stdout.
@@ -129,9 +132,40 @@ def header_fields(facts: dict[str, str]) -> Record:
     return out
 
 
+# perftest's options that take a value (perftest_parameters.c); the others are switches
+_VALUED = set("cdfgiIjJklLmMnpqQrsStTuwWxyDEY")
+_COMMAND_RE = re.compile(r"\bib_(?:write|read|send|atomic)_(?:bw|lat)((?:\s+\S+)*)\s*$")
+
+
+def _side_of_command(text: str) -> str | None:
+    """``server`` or ``client`` from the perftest command line in ``text`` (a client names its server
+    after the options; a server names none); None without a command line."""
+    for line in text.splitlines():
+        m = _COMMAND_RE.search(line)
+        if not m:
+            continue
+        args, host, expects_value = m.group(1).split(), None, False
+        for arg in args:
+            if expects_value:
+                expects_value = False
+            elif arg.startswith("--"):
+                expects_value = False  # long options are written --name=value
+            elif arg.startswith("-") and len(arg) > 1:
+                expects_value = arg[-1] in _VALUED and len(arg) == 2
+            elif re.fullmatch(r"[\w.:%-]+", arg):
+                host = arg
+        return "client" if host else "server"
+    return None
+
+
 def describe(text: str) -> Record:
-    """Which test, direction and side an output belongs to, from its title and banner."""
-    out: Record = {"role": "server" if any(w in text for w in _WAITING) else "client"}
+    """Which test, direction and side an output belongs to, from its title and banner (or, without
+    the server's waiting banner, its command line)."""
+    # a server prints its waiting banner before the test title; one after the table is another run's
+    title = next((m.start() for m in re.finditer(r"^.*$", text, re.MULTILINE) if _TITLE_RE.match(m.group(0))),
+                 len(text))
+    waiting = any(w in text[:title] for w in _WAITING)
+    out: Record = {"role": "server" if waiting else _side_of_command(text) or "client"}
     for line in text.splitlines():
         m = _TITLE_RE.match(line)
         if m:
@@ -419,6 +453,45 @@ def parse_output(stdout: str, stderr: str = "", rc: int | None = None,
     return [{**common, **row} for row in rows]
 
 
+# lines that belong to the run whose title follows them: the dashes above a title, a server's
+# "Waiting for client" banner, the command line (or prompt) that started the run
+_LEADS_IN = re.compile(r"^\s*(?:-{20,}|\*{5,}|\* Waiting for client.*\*|Waiting for client.*)\s*$"
+                       r"|\bib_(?:write|read|send|atomic)_(?:bw|lat)\b")
+
+
+def split_runs(text: str) -> list[str]:
+    """The outputs of a text that holds several runs (a sweep pasted run after run, a server's and a
+    client's output one after the other), each from its test title back to the lines that lead into
+    it (dashes, the server's waiting banner, its command line); one text for one run."""
+    lines = text.splitlines()
+    titles = [i for i, line in enumerate(lines) if _TITLE_RE.match(line)]
+    starts = [0]
+    for before, title in itertools.pairwise(titles):
+        start = title
+        while start - 1 > before and (not lines[start - 1].strip() or _LEADS_IN.search(lines[start - 1])):
+            start -= 1
+        starts.append(start)
+    return ["\n".join(lines[a:b]) for a, b in zip(starts, [*starts[1:], len(lines)], strict=True)]
+
+
 def parse_text(text: str) -> list[Record]:
-    """Records from one saved output (``bench parse perftest FILE``); errors raise ToolFailure."""
-    return parse_output(text)
+    """Records from one saved output (``bench parse perftest FILE``); errors raise ToolFailure.
+
+    A text with several runs gives each run's rows with ``run`` = 1, 2 ... and that run's own header
+    facts (test, side, device); a run that failed with a known error fails the text, keeping the
+    other runs' rows; a run that printed no table (a server's banner alone) gives no rows."""
+    parts = split_runs(clean(text))
+    if len(parts) == 1:
+        return parse_output(text)
+    records: list[Record] = []
+    failures: list[tuple[int, ToolFailure]] = []
+    for number, part in enumerate(parts, 1):
+        try:
+            records += [{**row, "run": number} for row in parse_output(part)]
+        except ToolFailure as exc:
+            failures.append((number, exc))
+    known = [(n, f) for n, f in failures if f.kind != "no_result"]
+    if known or not records:
+        number, failure = (known or failures)[0]
+        raise ToolFailure(failure.kind, f"run {number} of {len(parts)}: {failure.message}", records=records)
+    return records
