@@ -21,7 +21,8 @@ from benchharness.tools.textclean import clean
 READS = {"nccl-debug": "NCCL_DEBUG=INFO logs (NCCL 2.4 to 2.2x, RCCL): NCCL version, the network used "
                        "(IB / RoCE, Socket, aws-ofi-nccl, gIB, IBext with the SHARP collnet plugin), its "
                        "devices, GPUDirect RDMA on or off per HCA, channels via NET/.../GDRDMA; mpirun tags, "
-                       "Ray and srun prefixes"}
+                       "Ray and srun prefixes; an 'NET/IB : Using [RO]; OOB ...' line with no device (RCCL "
+                       "2.27 after 'No device found') is not IB in use"}
 
 _TAG = re.compile(r"\[\d+,\d+\]<(?:stdout|stderr|stddiag)>:")
 _VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+\S*)")
@@ -120,8 +121,11 @@ def parse_nccl_debug(text: str) -> dict[str, Any]:
             if name not in net_plugins:
                 net_plugins.append(name)
         elif m := _IB_USING.search(line):
-            ib_used = True
-            devices += [d for d in _devices_ib(m.group(1)) if d not in devices]
+            # "NET/IB : Using [RO]; OOB eth0:..." after "No device found" (RCCL 2.27 on hosts without
+            # RDMA NICs) lists no device: IB opened nothing, the network is what comes next
+            found = _devices_ib(m.group(1))
+            ib_used = ib_used or bool(found)
+            devices += [d for d in found if d not in devices]
         elif m := _SOCKET_USING.search(line):
             socket_used = True
             devices += [d for d in _devices_socket(m.group(1)) if d not in devices]
