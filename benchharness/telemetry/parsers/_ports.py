@@ -17,12 +17,17 @@ from typing import Any
 Parser = Callable[[str], Any]
 
 
+#: options a command line may give before the one that names the show (``ethtool --json -a``,
+#: ``ethtool --include-statistics -a``, ``ethtool -I --show-fec``)
+_BEFORE = r"(?:(?:--json|-j|--include-statistics|-I)\s+)*"
+
+
 def ethtool_command(flags: str) -> re.Pattern[str]:
     """``ethtool [--json] FLAG DEV`` (``flags``: an alternation such as ``-i|--driver``; empty:
     ``ethtool DEV`` itself), anywhere in a line (after a prompt, ``sudo``, a Markdown quote)."""
     if not flags:  # "ethtool eth0", "ethtool eth0 | grep -i speed": no option before the port
-        return re.compile(r"\bethtool\s+(?:--json\s+)?([A-Za-z][\w.:@-]*)\s*(?:$|[|>])")
-    return re.compile(rf"\bethtool\s+(?:--json\s+)?(?:{flags})\s+(?:--?\w[\w-]*\s+)*([A-Za-z][\w.:@-]*)")
+        return re.compile(rf"\bethtool\s+{_BEFORE}([A-Za-z][\w.:@-]*)\s*(?:$|[|>])")
+    return re.compile(rf"\bethtool\s+{_BEFORE}(?:{flags})\s+(?:--?\w[\w-]*\s+)*([A-Za-z][\w.:@-]*)")
 
 
 def _marks(lines: list[str], command: re.Pattern[str], heading: re.Pattern[str] | None) -> list[tuple[int, str, bool]]:

@@ -453,6 +453,102 @@ def parse_rx_flow_hash(text: str) -> dict[str, Any]:
     return out
 
 
+#: ``ethtool -a`` lines (ethtool.c ``dump_pause`` and netlink/pause.c) -> fields
+_PAUSE_KEYS = {"autonegotiate": "autoneg", "rx": "rx", "tx": "tx", "rx negotiated": "rx_negotiated",
+               "tx negotiated": "tx_negotiated"}
+#: a heading of another ethtool show (``Settings for``, ``Ring parameters for`` ...): the pause block ends
+_OTHER_SHOW = re.compile(r"^\s*(?!Pause parameters)[A-Z][\w /-]* (?:for|of) \S+?:\s*$")
+
+
+_PAUSE_COMMAND = ethtool_command("-a|--show-pause")
+
+
+def _on_off(value: str) -> bool | None:
+    return {"on": True, "off": False}.get(value.strip().lower())
+
+
+def parse_pause(text: str) -> dict[str, Any]:
+    """``ethtool -a|--show-pause DEV``: ``autoneg``, ``rx``, ``tx`` (on/off as booleans, ``n/a`` ->
+    None), ``rx_negotiated`` / ``tx_negotiated`` (printed when autonegotiation is on), and with
+    ``-I|--include-statistics`` (netlink ethtool 5.13+) the ``Statistics:`` block as ``stats``
+    (``tx_pause_frames``, ``rx_pause_frames``, as printed). ``ethtool --json -a`` (5.10+:
+    ``autonegotiate``, ``rx``, ``tx``, ``negotiated`` {rx, tx}, ``statistics``) reads the same.
+
+    Only the lines of the ``Pause parameters for DEV:`` block are read: another show pasted before
+    or after it (``ethtool DEV``, ``-g``, standard stats) is left out; the last of several pause
+    shows is the answer. ``Cannot get device pause settings: ...`` (the driver has no pause
+    support) gives ``error`` and ``not_supported``; text with neither pause lines nor that message
+    is an error naming its first line."""
+    if _json_start(text) is not None:
+        return _pause_json(text)
+    lines = clean_text(text).splitlines()
+    out: dict[str, Any] = {"netdev": None}
+    inside = not any(re.match(r"^\s*Pause parameters for ", line) for line in lines)
+    seen = False
+    stats: dict[str, int] | None = None
+    for line in lines:
+        heading = re.match(r"^\s*Pause parameters for (\S+?):\s*$", line)
+        if heading:
+            # a later show replaces an earlier one; an error line stderr put before the heading is its
+            carried: dict[str, Any] = {k: out[k] for k in ("error", "not_supported")
+                                       if k in out and out["netdev"] is None}
+            out = {"netdev": heading.group(1), **carried}
+            inside, stats = True, None
+            continue
+        error = re.match(r"^\s*(Cannot get device pause settings:?\s*(.*))$", line)
+        if error:
+            out["error"] = error.group(1).strip()
+            out["not_supported"] = "not supported" in error.group(2).lower()
+            seen = True
+            continue
+        command = re.search(r"\bethtool\s+\S", line)
+        if _OTHER_SHOW.match(line) or (command and not _PAUSE_COMMAND.search(line)):
+            inside, stats = False, None  # the next show of this paste
+            continue
+        if command:
+            inside, stats = True, None
+            continue
+        if not inside:
+            continue
+        if stats is not None:
+            sm = re.match(r"^\s+([a-z][\w-]*):\s*(\d+)\s*$", line)
+            if sm:
+                stats[sm.group(1)] = int(sm.group(2))
+                continue
+            stats = None
+        key, sep, value = line.partition(":")
+        name = _PAUSE_KEYS.get(key.strip().lower()) if sep else None
+        if name:
+            out[name] = _on_off(value)
+            seen = True
+        elif sep and key.strip() == "Statistics" and not value.strip():
+            stats = out["stats"] = {}
+    if not seen and text.strip():
+        first = next((i, line) for i, line in enumerate(text.splitlines(), 1) if line.strip())
+        raise unreadable(first[0], first[1], "no ethtool -a pause line")
+    return out
+
+
+def _pause_json(text: str) -> dict[str, Any]:
+    """``ethtool --json [-I] -a DEV``: the last device object."""
+    dev = _json_devices(text)[0][-1]
+    out: dict[str, Any] = {"netdev": dev.get("ifname")}
+    for key, name in (("autonegotiate", "autoneg"), ("rx", "rx"), ("tx", "tx")):
+        if isinstance(dev.get(key), bool):
+            out[name] = dev[key]
+    negotiated = dev.get("negotiated")
+    if isinstance(negotiated, dict):
+        for side in ("rx", "tx"):
+            if isinstance(negotiated.get(side), bool):
+                out[f"{side}_negotiated"] = negotiated[side]
+    if isinstance(dev.get("statistics"), dict):
+        out["stats"] = {k: v for k, v in dev["statistics"].items() if isinstance(v, int) and not isinstance(v, bool)}
+    if len(out) == 1:
+        _, line, number = _json_devices(text)
+        raise unreadable(number, line, "ethtool --json -a output without a pause setting")
+    return out
+
+
 READS = {
     "ethtool": "ethtool DEV (ethtool 4.x-6.x, ioctl or netlink; e1000, virtio, mtk_eth, fbnic, mlxsw 100G/400G switch ports "
                "with Lanes, phylink): speed (Unknown! -> none), lanes, duplex, port, autoneg, link detected, supported / "
@@ -461,6 +557,10 @@ READS = {
                "fbnic), Active FEC encoding, -I Statistics (corrected / uncorrectable blocks, the 6.18 fec_symbol_err "
                "histogram, per-lane values); grep excerpts, prompts, several shows (the last); ethtool --json DEV (5.10+) "
                "and --json --show-fec (config / active / statistics with hist bins), mail-quoted or wrapped",
+    "ethtool-a": "ethtool -a|--show-pause DEV [-I|--include-statistics] (ioctl and netlink ethtool 3.x-6.x; ice, nfp, "
+                 "hibmcge ...): Autonegotiate / RX / TX, RX/TX negotiated, the Statistics block (tx_pause_frames, "
+                 "rx_pause_frames); ethtool --json -a (5.10+); the pause block alone out of a paste with other "
+                 "shows; Cannot get device pause settings -> error, not_supported",
     "ethtool-i": "ethtool -i DEV (mlx5_core and mlx4_en with firmware (PSID), fsl_dpaa2_eth, any driver's key: value form): "
                  "driver, version, firmware and PSID, bus-info, supports-* flags",
     "ethtool-S": "ethtool -S DEV (mlx5_core, ice, bnxt_en, bnx2x, ena, gve, ionic, virtio_net ...): every counter, "
@@ -489,6 +589,7 @@ def _heading(title: str) -> re.Pattern[str]:
 # several ports' outputs in one paste are read port by port (``_ports.per_port``)
 PARSERS = {
     "ethtool": per_port(parse_settings, ethtool_command(""), _heading("Settings|FEC parameters")),
+    "ethtool-a": per_port(parse_pause, ethtool_command("-a|--show-pause"), _heading("Pause parameters")),
     "ethtool-i": per_port(parse_driver_info, ethtool_command("-i|--driver")),
     "ethtool-S": per_port(parse_stats, STATS_COMMAND),
     "ethtool-k": per_port(parse_features, ethtool_command("-k|--show-features|--show-offload"),
