@@ -336,6 +336,71 @@ def _amd_monitor(lines: list[str]) -> list[dict[str, Any]]:
     return rows
 
 
+#: ``amd-smi`` with no command (ROCm 6.4+): a box per GPU of two rows, cells apart by ``|``:
+#: ``| BDF  GPU-Name | Mem-Uti  Temp  UEC  Power-Usage |`` then
+#: ``| GPU  HIP-ID  OAM-ID  Partition-Mode | GFX-Uti  Fan  Mem-Usage |``
+_AMD_DEFAULT_HEAD = re.compile(r"^\W*BDF\s+GPU-Name\s*\|\s*Mem-Uti\s+Temp\s+UEC\s+Power-Usage\W*$")
+_AMD_DEFAULT_BDF = re.compile(r"^[|│]?\s*([0-9a-fA-F]{4,}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+(.*?)\s*[|│]\s*(.*?)\s*[|│]?\s*$")
+_AMD_DEFAULT_GPU = re.compile(r"^[|│]?\s*(\d+)\s+(\d+|N/A)\s+(\d+|N/A)\s+(\S+)\s*[|│]\s*(.*?)\s*[|│]?\s*$")
+_PCT = r"(N/A|[\d.]+\s*%)"
+_AMD_DEFAULT_RIGHT1 = re.compile(_PCT + r"\s+(N/A|[-\d.]+\s*\S*C)\s+(N/A|\d+)\s+(N/A|[\d.]+)?(?:\s*/\s*(N/A|[\d.]+))?\s*(?:W)?$")
+_AMD_DEFAULT_RIGHT2 = re.compile(_PCT + r"\s+" + _PCT + r"\s+(?:(N/A|[\d.]+)\s*/\s*(N/A|[\d.]+)\s*MB|N/A)$")
+_AMD_DEFAULT_VERSION = re.compile(r"ROCm\s+version:\s*([\d.]+)", re.IGNORECASE)
+
+
+def _amd_default(lines: list[str]) -> list[dict[str, Any]]:
+    """The summary table ``amd-smi`` prints when run without a command (ROCm 6.4 / amd-smi 25.x
+    and later): per GPU its BDF and name, memory activity, hotspot temperature, uncorrectable ECC
+    count, power (``189/266 W``: draw / cap; ``14 W``: draw; ``N/A/0 W``: neither), then its index,
+    HIP and OAM ids, partition (``SPX/NPS1``), GFX activity, fan and VRAM used / total. The
+    Processes box under it is left out. A GPU row whose cells this layout does not explain names
+    its line (ToolFailure ``unreadable``)."""
+    rows: list[dict[str, Any]] = []
+    in_table, rocm = False, None
+    current: dict[str, Any] | None = None
+    for number, line in enumerate(lines, 1):
+        version = _AMD_DEFAULT_VERSION.search(line)
+        if version and not in_table:
+            rocm = version.group(1)
+        if _AMD_DEFAULT_HEAD.match(line.strip()):
+            in_table, current = True, None
+            continue
+        if not in_table:
+            continue
+        if re.search(r"Processes:", line):
+            in_table, current = False, None
+            continue
+        first = _AMD_DEFAULT_BDF.match(line.strip())
+        if first:
+            right = _AMD_DEFAULT_RIGHT1.match(first.group(3))
+            if right is None:
+                raise unreadable(number, line, "amd-smi: a GPU row whose Mem-Uti / Temp / UEC / Power-Usage "
+                                 "cells are not of that layout")
+            mem, temp, uec, draw, cap = right.groups()
+            current = {"bus_id": first.group(1), "model": first.group(2) or None,
+                       "memory_utilization_pct": to_float(_v(mem)), "temperature_c": to_float(_v(temp)),
+                       "ecc_uncorrectable_count": to_int(_v(uec)), "power_w": to_float(_v(draw)),
+                       "power_limit_w": to_float(_v(cap)) or None, "rocm_version": rocm}
+            rows.append(current)
+            continue
+        second = _AMD_DEFAULT_GPU.match(line.strip())
+        if second and current is not None and "index" not in current:
+            right = _AMD_DEFAULT_RIGHT2.match(second.group(5))
+            if right is None:
+                raise unreadable(number, line, "amd-smi: a GPU row whose GFX-Uti / Fan / Mem-Usage cells are "
+                                 "not of that layout")
+            mode = _v(second.group(4))  # "SPX/NPS1", or "N/A" where the GPU has no partitions
+            compute, _, memory = mode.partition("/") if mode else ("", "", "")
+            current.update({
+                "index": int(second.group(1)), "hip_id": to_int(_v(second.group(2))),
+                "oam_id": to_int(_v(second.group(3))),
+                "compute_partition": compute or None, "memory_partition": memory or None,
+                "utilization_pct": to_float(_v(right.group(1))), "fan_speed_pct": to_float(_v(right.group(2))),
+                "vram_used_mb": to_float(_v(right.group(3))), "vram_total_mb": to_float(_v(right.group(4))),
+            })
+    return [{k: v for k, v in row.items() if v is not None} for row in rows]
+
+
 def parse_amd_smi(text: str) -> list[dict[str, Any]]:
     """``amd-smi static`` / ``amd-smi metric`` (``--json``: bare list or ``{"gpu_data": [...]}``;
     or the human-readable ``GPU: N`` blocks) and ``amd-smi monitor`` tables.
@@ -356,6 +421,9 @@ def parse_amd_smi(text: str) -> list[dict[str, Any]]:
         gpus.extend(_amd_gpu(item) for item in data)
     if documents:
         return gpus
+    default = _amd_default(clean_text(text).split("\n"))
+    if default:
+        return default
     lines = undecorate(text).split("\n")
     blocks = [_amd_gpu(item) for item in _amd_text_gpus(lines)]
     if blocks and all(set(block) <= {"index"} for block in blocks):
@@ -440,5 +508,7 @@ READS = {
                "--partition --limit --asic --bus] (text GPU: N blocks, wrapped lists, a writer's [output truncated]; "
                "or --json: a bare list or {gpu_data: [...]}) and amd-smi monitor tables (ROCm 6.0-7.x; MI210, MI250, "
                "MI300A, MI300X, MI308X, partitions, Radeon): usage, power, clocks, temperatures, VRAM, partition, ECC "
-               "totals, PCIe link and counters, limits; a jq-filtered fragment is refused",
+               "totals, PCIe link and counters, limits; a jq-filtered fragment is refused; the summary table of a bare "
+               "'amd-smi' (amd-smi 25.x-27.x, ROCm 6.4-7.x; MI300A, Radeon): BDF, name, Mem-Uti, hotspot Temp, UEC, "
+               "power draw/cap, HIP / OAM ids, partition, GFX-Uti, fan, VRAM used/total (the Processes box left out)",
 }
