@@ -281,7 +281,32 @@ def parse_ibv_devinfo(text: str) -> list[dict[str, Any]]:
         for port in dev["ports"]:
             if port.get("active_width") and port.get("active_speed_gbps"):
                 port["rate_gbps"] = port["active_width"] * port["active_speed_gbps"]
+        _flag_cut(dev, last=dev is devices[-1])
     return devices
+
+
+#: The lines every libibverbs ``ibv_devinfo`` prints first in a port block, in this order.
+_PORT_HEAD = ("state", "max_mtu", "active_mtu", "sm_lid", "port_lid", "port_lmc")
+
+
+def _flag_cut(dev: dict[str, Any], last: bool) -> None:
+    """``cut: true`` on a port whose ``port: N`` line has none of the port's lines after it (a
+    ``| head`` or a quote that stops there; devinfo.c prints ``state:`` ... after every ``port:``
+    line), on the text's last port when its lines stop inside the six every libibverbs prints
+    (state .. port_lmc, in that order: a grep's pick is no such run), and on their device; on the
+    text's last device when it stops inside the device's header lines (its ``hca_id:`` and some of
+    transport .. hw_ver, no ``phys_port_cnt:``, no port). Old libibverbs printed no ``link_layer:``:
+    a port that ends at ``port_lmc:`` is whole."""
+    for i, port in enumerate(dev["ports"]):
+        seen = [k for k in port if k in _PORT_KEYS]
+        if (port["port"] is not None and not port["gids"] and not seen) or \
+                (last and i == len(dev["ports"]) - 1 and seen and len(seen) < len(_PORT_HEAD)
+                 and seen == list(_PORT_HEAD[:len(seen)])):
+            port["cut"] = True
+            dev["cut"] = True
+    if last and dev["device"] is not None and not dev["ports"] and "phys_port_cnt" not in dev \
+            and any(k in dev for k in _DEVICE_KEYS):
+        dev["cut"] = True
 
 
 def _rdma_entry(fields: dict[str, Any]) -> dict[str, Any]:
@@ -610,13 +635,16 @@ READS = {
               "rdma-core 2x-6x, MLNX_OFED and inbox; mlx4/mlx5 CA, VF, ConnectX-3..7 Ethernet and IB ports SDR..NDR, "
               "FDR10, Effective speed; the unindented CA: 'x' form of ibstat CA PORT; quotes cut inside a CA)",
     "ibv_devinfo": "ibv_devinfo [-v] [-d DEV] [-i PORT] and -l (libibverbs rdma-core 2x-6x and MLNX_OFED 4.x "
-                   "experimental verbs; mlx4/mlx5 (ConnectX-3..7, VFs, LAG bonds)/irdma/bnxt_re/rxe; GID types and "
-                   "compressed RoCE v2 GIDs, effective_speed), also grepped port lines, quotes that start inside a "
-                   "device or port block (device/port null) and pastes that lost their indent",
+                   "experimental verbs, and libibverbs 1.1 without link_layer; mlx4/mlx5 (ConnectX-3..7, VFs, LAG "
+                   "bonds)/irdma/bnxt_re/rxe/efa; GID types and compressed RoCE v2 GIDs, effective_speed), also "
+                   "grepped port lines, quotes that start inside a device or port block (device/port null) and "
+                   "pastes that lost their indent; a listing that stops at a port line (| head) or inside a port's "
+                   "or device's first lines is flagged cut: true",
     "rdma": "rdma link [show] [-d] [-j], rdma statistic show [-j|-p], rdma statistic qp show (QP counters: cntn, "
             "pid, comm, LQPN), rdma statistic [qp] mode [supported] (optional counters), rdma dev [show] [-d], "
             "rdma resource [show] (iproute2 4.16+, MLNX_OFED /opt/mellanox/iproute2)",
-    "rdma-statistic": "rdma statistic show [link DEV/PORT] [-j|-p] (iproute2 5.3+ and MLNX_OFED's; Optional-set and "
+    "rdma-statistic": "rdma [-p] statistic show [link DEV/PORT] [-j|-p] (iproute2 5.3+ and MLNX_OFED's; mlx5 and "
+                      "AWS EFA hw_counters; Optional-set and "
                       "optional-counters; wrapped or quoted pastes; mode records skipped) -> ib_hw:DEV/PORT:counter; "
                       "rdma statistic qp show -> ib_hw_qp:DEV/PORT/CNTN:counter",
     "ibdev2netdev": "ibdev2netdev [-v] (MLNX_OFED / DOCA-OFED / OFED-internal mlnx-tools; ConnectX-4..7, IGX, "
