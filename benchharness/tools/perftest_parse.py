@@ -132,30 +132,61 @@ def header_fields(facts: dict[str, str]) -> Record:
     return out
 
 
-# perftest's options that take a value (perftest_parameters.c); the others are switches
-_VALUED = set("cdfgiIjJklLmMnpqQrsStTuwWxyDEY")
-_COMMAND_RE = re.compile(r"\bib_(?:write|read|send|atomic)_(?:bw|lat)((?:\s+\S+)*)\s*$")
+# perftest's options that take a value (getopt_long's optstring and the long options with has_arg = 1
+# in perftest_parameters.c, 4.x to 25.x); the others are switches. getopt_long takes a long option's
+# value after '=' or as the next word (``--force-link IB``), so a long option's value is no host.
+_VALUED = set("wypdimsntuSxcqIoMrQAlDfBTLEJjKkXW")
+_LONG_VALUED = frozenset({
+    "port", "ib-dev", "ib-port", "mtu", "size", "iters", "tx-depth", "qp", "rx-depth", "duration", "cq-mod",
+    "gid-index", "sl", "connection", "inline_size", "outs", "post_list", "recv_post_list", "margin",
+    "burst_size", "rate_limit", "rate_units", "rate_limit_type", "limit_bw", "limit_msgrate", "output",
+    "atomic_type", "tclass", "tos", "hop_limit", "flow_label", "dlid", "source_ip", "dest_ip",
+    "bind_source_ip", "local_ip", "remote_ip", "source_mac", "dest_mac", "local_mac", "remote_mac",
+    "source_port", "dest_port", "local_port", "remote_port", "ethertype", "mmap", "mmap-offset", "use_cuda",
+    "use_cuda_bus_id", "cuda_mem_type", "use_rocm", "use_neuron", "use_hl", "use_mlu", "use_musa",
+    "use_musa_bus_id", "use_opencl", "opencl_platform_id", "use_ib_dm_dmabuf", "gpu_touch", "force-link",
+    "pkey_index", "vlan_pcp", "qp-timeout", "retry_count", "reply_every", "typical_pkt_size", "latency_gap",
+    "cpu_id", "pin_cores", "numa_node", "out_json_file", "payload_file_path", "report-counters",
+    "congest_type", "cqe_poll", "flows", "flows_burst", "log_dci_streams", "log_active_dci_streams",
+    "wait_destroy", "aes_block_size", "data_enc_keys_number", "kek_path", "credentials_path",
+    "data_enc_key_app_path", "tph_mem", "ph", "MGID", "vector"
+})
+_COMMAND_RE = re.compile(r"\bib_(write|read|send|atomic)_(bw|lat)((?:\s+\S+)*)\s*$")
+
+
+def _command(text: str) -> re.Match[str] | None:
+    """The perftest command line whose output ``text`` holds: the last one before the output's first
+    test title or table (a server's command pasted above its client's, the client's output after
+    both), else the first one anywhere."""
+    found: list[re.Match[str]] = []
+    for line in text.splitlines():
+        if _TITLE_RE.match(line) or _table_kind(line):
+            if found:
+                return found[-1]
+            continue
+        m = _COMMAND_RE.search(line)
+        if m:
+            found.append(m)
+    return found[0] if found else None
 
 
 def _side_of_command(text: str) -> str | None:
     """``server`` or ``client`` from the perftest command line in ``text`` (a client names its server
     after the options; a server names none); None without a command line."""
-    for line in text.splitlines():
-        m = _COMMAND_RE.search(line)
-        if not m:
-            continue
-        args, host, expects_value = m.group(1).split(), None, False
-        for arg in args:
-            if expects_value:
-                expects_value = False
-            elif arg.startswith("--"):
-                expects_value = False  # long options are written --name=value
-            elif arg.startswith("-") and len(arg) > 1:
-                expects_value = arg[-1] in _VALUED and len(arg) == 2
-            elif re.fullmatch(r"[\w.:%-]+", arg):
-                host = arg
-        return "client" if host else "server"
-    return None
+    m = _command(text)
+    if m is None:
+        return None
+    host, expects_value = None, False
+    for arg in m.group(3).split():
+        if expects_value:
+            expects_value = False
+        elif arg.startswith("--"):
+            expects_value = "=" not in arg and arg[2:] in _LONG_VALUED
+        elif arg.startswith("-") and len(arg) > 1:
+            expects_value = arg[-1] in _VALUED and len(arg) == 2
+        elif re.fullmatch(r"[\w.:%-]+", arg):
+            host = arg
+    return "client" if host else "server"
 
 
 def describe(text: str) -> Record:
@@ -173,6 +204,12 @@ def describe(text: str) -> Record:
             out["perftest_test"] = f"ib_{_VERBS[m.group(1)]}_{kind}"
             out["bidir"] = bool(m.group(2))
             break
+    else:  # a table pasted without its title: the command line names the test
+        command = _command(text)
+        if command:
+            out["perftest_test"] = f"ib_{command.group(1)}_{command.group(2)}"
+            args = command.group(3).split()
+            out["bidir"] = "-b" in args or "--bidirectional" in args
     return out
 
 
@@ -203,8 +240,12 @@ def _unglue(token: str) -> list[str] | None:
     return None
 
 
+# a figure a reader emphasised in Markdown (``**5544.28**``, ``*0.94*``, ```920.13```): the figure
+_EMPHASIS_RE = re.compile(r"^(\*{1,2}|_{1,2}|`)(-?[\d.]+)\1$")
+
+
 def _numbers(line: str, line_no: int = 0) -> list[float] | None:
-    tokens = line.split()
+    tokens = [m.group(2) if (m := _EMPHASIS_RE.match(t)) else t for t in line.split()]
     if not tokens or "." in tokens[0] or not _NUMBER_RE.match(tokens[0]):
         return None
     out: list[str] = []
@@ -459,12 +500,37 @@ _LEADS_IN = re.compile(r"^\s*(?:-{20,}|\*{5,}|\* Waiting for client.*\*|Waiting 
                        r"|\bib_(?:write|read|send|atomic)_(?:bw|lat)\b")
 
 
+def _openers(lines: list[str]) -> list[int]:
+    """Indexes of the lines that open a run: each test title, and a table's column titles pasted
+    without a test title after another table's rows (two outputs cut to their tables); the column
+    titles perftest repeats under ' Local results:' / ' Remote results:' (--report-both) stay in
+    their run."""
+    openers: list[int] = []
+    rows = titled = False
+    before = ""
+    for i, line in enumerate(lines):
+        if _TITLE_RE.match(line):
+            openers.append(i)
+            rows, titled = False, True
+        elif _table_kind(line):
+            if not titled and not before.startswith(("Local results", "Remote results")) \
+                    and (rows or not openers):
+                openers.append(i)
+            rows = titled = False
+        elif re.match(r"^\s*\d+\s+\d+\s+\S", line):
+            rows = True
+        if line.strip() and not _DASHES_RE.match(line):
+            before = line.strip()
+    return openers
+
+
 def split_runs(text: str) -> list[str]:
     """The outputs of a text that holds several runs (a sweep pasted run after run, a server's and a
-    client's output one after the other), each from its test title back to the lines that lead into
-    it (dashes, the server's waiting banner, its command line); one text for one run."""
+    client's output one after the other), each from its test title (or, for tables pasted without
+    their titles, its column titles) back to the lines that lead into it (dashes, the server's
+    waiting banner, its command line); one text for one run."""
     lines = text.splitlines()
-    titles = [i for i, line in enumerate(lines) if _TITLE_RE.match(line)]
+    titles = _openers(lines)
     starts = [0]
     for before, title in itertools.pairwise(titles):
         start = title
