@@ -12,8 +12,10 @@ from typing import Any
 from benchharness.telemetry.parsers._common import (
     STATS_COMMAND,
     clean_text,
+    is_noise,
     snake,
     stats_commands,
+    strip_ansi,
     to_int,
     undecorate,
     unreadable,
@@ -235,7 +237,11 @@ def parse_stats(text: str) -> dict[str, Any]:
     the counters and left out of the highlights, whose sums are port-wide. A name the driver prints
     twice (virtio's 32-character names cut to the same text) keeps its first value. Text without
     any counter is an error naming its first line. The port an ``ethtool -S DEV`` command line
-    names is ``netdev``; several ports pasted one after another give ``netdevs``, one each."""
+    names is ``netdev``; several ports pasted one after another give ``netdevs``, one each. One
+    port's outputs pasted one after another (before and after a run, two kernels: each opens with
+    ``NIC statistics:`` or its command line) stay apart: ``snapshots``, one per output in order
+    (``line``: where it opens, its ``counters`` and ``highlights``), the top-level ``counters`` and
+    ``highlights`` being the last output's (never a merge of both)."""
     counters: dict[str, int] = {}
     if _json_start(text) is not None:
         for dev in _json_devices(text)[0]:
@@ -245,16 +251,31 @@ def parse_stats(text: str) -> dict[str, Any]:
         _, line, number = _json_devices(text)
         raise unreadable(number, line, "ethtool --json -S output without a counter")
     commands = stats_commands(text)
-    lines = clean_text(text).splitlines()
-    for line in lines:
-        m = re.match(r"^\s*(\S.*?):\s+(-?\d+)\s*$", line)
+    raw = text.replace("\r\n", "\n").split("\n")
+    shows: list[tuple[int, dict[str, int]]] = [(1, counters)]
+    for number, line in enumerate(raw, 1):
+        if line.strip() == "NIC statistics:" or STATS_COMMAND.search(line):
+            if shows[-1][1]:
+                shows.append((number, {}))  # the next output: its counters apart from the last
+            else:
+                shows[-1] = (number, shows[-1][1])
+            continue
+        if is_noise(line):
+            continue
+        m = re.match(r"^\s*(\S.*?):\s+(-?\d+)\s*$", strip_ansi(line))
         if m:
-            counters.setdefault(m.group(1), int(m.group(2)))
-    if not counters and text.strip():
-        first = next((i, line) for i, line in enumerate(lines, 1) if line.strip())
+            shows[-1][1].setdefault(m.group(1), int(m.group(2)))
+    shows = [(number, found) for number, found in shows if found]
+    if not shows and text.strip():
+        first = next((i, line) for i, line in enumerate(raw, 1) if line.strip())
         raise unreadable(first[0], first[1], "no ethtool -S counter line")
     named = {"netdev": commands[0][1]} if commands else {}
-    return {**named, "counters": counters, "highlights": highlights(counters)}
+    if len(shows) < 2:
+        return {**named, "counters": counters, "highlights": highlights(counters)}
+    last = shows[-1][1]
+    return {**named, "counters": last, "highlights": highlights(last),
+            "snapshots": [{"line": number, "counters": found, "highlights": highlights(found)}
+                          for number, found in shows]}
 
 
 def _flatten_stats(obj: dict[str, Any], prefix: str, counters: dict[str, int]) -> None:
