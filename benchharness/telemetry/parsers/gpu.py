@@ -164,17 +164,31 @@ def _id_list(text: str | None) -> list[int] | None:
     return out
 
 
-def parse_nvidia_topo(text: str) -> dict[str, Any]:
-    """``nvidia-smi topo -m``: the matrix, CPU/NUMA affinity per GPU, and the NIC legend.
+#: the header of a ``topo -m`` matrix: GPU0 then another device or the affinity columns (a row
+#: starts ``GPU0  X`` or ``GPU0  NV18``); its leading blanks may be lost in a paste
+_TOPO_HEAD = re.compile(r"^\s*GPU0\s+(?:GPU1|NIC0|CPU\s+Affinity|(?!X\b|NV\d|SYS\b|NODE\b|PHB\b|PXB\b|PIX\b)\S*\d)\b")
+#: the affinity columns' headings (R4xx: CPU Affinity; R450+: NUMA Affinity; R535+: GPU NUMA ID),
+#: also as a writer shortened them ("NUMA", "GPU NUMA")
+_TOPO_EXTRA = re.compile(r"CPU\s+Affinity|NUMA\s+Affinity|GPU\s+NUMA(?:\s+ID)?|NUMA|CPU")
+_TOPO_EXTRA_KEY = {"CPU": "CPU Affinity", "NUMA": "NUMA Affinity", "GPU NUMA": "GPU NUMA ID"}
+#: a rule a writer drew under the header (``-----``), or a box line
+_TOPO_RULE = re.compile(r"^\s*[-=+_|─━]{3,}\s*$")
 
-    Returns ``devices`` (column names such as GPU0, NIC0), ``matrix`` (row -> column -> link
-    type such as PIX, PXB, PHB, NODE, SYS, NV18), ``affinity`` (GPU -> ``cpus``, ``numa``: the one
-    NUMA node, None when the cell lists several, then given as ``numa_nodes``; ``gpu_numa_id``)
-    and ``nics`` (NIC0 -> mlx5_0). Several nodes' matrices pasted one after another give
-    ``matrices``, one each with its own legend (they were merged into the first).
+
+def parse_nvidia_topo(text: str) -> dict[str, Any]:
+    """``nvidia-smi topo -m`` / ``-mp``: the matrix, CPU/NUMA affinity per GPU, and the NIC legend.
+
+    Returns ``devices`` (column names such as GPU0, NIC0, mlx5_0), ``matrix`` (row -> column ->
+    link type such as PIX, PXB, PHB, NODE, SYS, NV18), ``affinity`` (GPU -> ``cpus``, ``numa``: the
+    one NUMA node, None when the cell lists several, then given as ``numa_nodes``; ``gpu_numa_id``)
+    and ``nics`` (NIC0 -> mlx5_0). The header may have lost its leading blanks and its affinity
+    headings may be shortened (``NUMA``, ``GPU NUMA``); a rule drawn under it is no row. Several
+    nodes' matrices pasted one after another give ``matrices``, one each with its own legend. A row
+    short of the header's devices in the middle of a matrix (a wrapped or damaged line) names its
+    line (ToolFailure ``unreadable``); the last row of a paste cut short is kept as far as it goes.
     """
     lines = clean_text(text).splitlines()
-    headers = [i for i, ln in enumerate(lines) if re.match(r"^\s+GPU0\b", ln)]
+    headers = [i for i, ln in enumerate(lines) if _TOPO_HEAD.match(ln)]
     if len(headers) > 1:
         cuts = [0, *headers[1:], len(lines)]
         return {"matrices": [parse_nvidia_topo("\n".join(lines[a:b])) for a, b in pairwise(cuts)]}
@@ -183,26 +197,36 @@ def parse_nvidia_topo(text: str) -> dict[str, Any]:
         m = re.match(r"^\s*(NIC\d+):\s*(\S+)\s*$", line)
         if m:
             nics[m.group(1)] = m.group(2)
-    header_i = next((i for i, ln in enumerate(lines) if re.match(r"^\s+GPU0\b", ln)), None)
-    if header_i is None:
+    if not headers:
         return {"devices": [], "matrix": {}, "affinity": {}, "nics": nics}
-    header = lines[header_i]
-    cols = [c.strip() for c in header.strip().split("\t") if c.strip()] if "\t" in header else (
-        re.split(r"\s{2,}", header.strip()))
-    devices = [c for c in cols if re.match(r"^(GPU|NIC|mlx|CPU|ib|bnxt|ionic)\S*$", c) and " " not in c]
-    extra = cols[len(devices):]
+    header_i = headers[0]
+    tokens = lines[header_i].split()
+    devices: list[str] = []
+    for cell in tokens:
+        if cell == "CPU" or not re.search(r"\d", cell):
+            break
+        devices.append(cell)
+    rest = " ".join(tokens[len(devices):])
+    extra = [_TOPO_EXTRA_KEY.get(re.sub(r"\s+", " ", m.group(0)), re.sub(r"\s+", " ", m.group(0)))
+             for m in _TOPO_EXTRA.finditer(rest)]
     matrix: dict[str, dict[str, str]] = {}
     affinity: dict[str, dict[str, Any]] = {}
-    for line in lines[header_i + 1:]:
-        if not line.strip() or line.startswith("Legend"):
+    body = lines[header_i + 1:]
+    last = max((i for i, ln in enumerate(body) if ln.strip()), default=-1)
+    for i, line in enumerate(body):
+        if _TOPO_RULE.match(line):
+            continue
+        if not line.strip() or line.lstrip().startswith("Legend"):
             break
-        cells = [c.strip() for c in line.split("\t")] if "\t" in line else line.split()
-        cells = [c for c in cells if c != ""]
+        cells = line.split()
         row, values = cells[0], cells[1:]
+        if len(values) < len(devices) and i != last:
+            raise unreadable(header_i + 2 + i, line, f"nvidia-smi topo: {len(values)} cells for the "
+                             f"{len(devices)} devices of the header (a wrapped or damaged row)")
         matrix[row] = dict(zip(devices, values[: len(devices)], strict=False))
-        rest = values[len(devices):]
-        if rest:
-            info = dict(zip(extra, rest, strict=False))
+        rest_cells = values[len(devices):]
+        if rest_cells and extra:
+            info = dict(zip(extra, rest_cells, strict=False))
             numa_nodes = _id_list(info.get("NUMA Affinity"))
             affinity[row] = {
                 "cpus": info.get("CPU Affinity"),
@@ -503,7 +527,10 @@ READS = {
                   "echo or Markdown); a table ends at a blank line followed by other text (time's real/user/sys)",
     "nvidia-smi-topo": "nvidia-smi topo -m / -mp (drivers R4xx-R5xx; DGX-2, A100, H100, B200 and GB200 nodes): "
                        "GPUn/NICn (or mlx5_N) matrix (X, PIX, PXB, PHB, NODE, SYS, NV#), CPU and NUMA affinity "
-                       "(single node or Grace range lists), GPU NUMA ID, the NIC legend",
+                       "(single node or Grace range lists), GPU NUMA ID, the NIC legend (mlx5_bond_N too); 3 to 16 GPUs, "
+                       "up to 18 NICs; a header that lost its leading blanks, headings a writer shortened (NUMA, "
+                       "GPU NUMA), a rule under the header; two nodes' matrices in one paste apart (matrices); a "
+                       "row short of its cells inside a matrix is refused at its line",
     "amd-smi": "amd-smi static / metric [--usage --power --clock --temperature --pcie --ecc --mem-usage "
                "--partition --limit --asic --bus] (text GPU: N blocks, wrapped lists, a writer's [output truncated]; "
                "or --json: a bare list or {gpu_data: [...]}) and amd-smi monitor tables (ROCm 6.0-7.x; MI210, MI250, "
