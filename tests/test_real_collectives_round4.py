@@ -47,3 +47,11 @@ def test_perftest_untitled_tables_one_after_the_other_are_two_runs_with_bold_fig
     assert [(r["run"], r["size_bytes"], r["bw_avg_MBps_tool"]) for r in rows] == \
         [(1, 1024, 5544.28), (2, 1024, 920.13)]
     assert not any("bw_peak_gbps" in r for r in rows)  # 0.00 printed: no peak measured
+
+
+def test_nccl_debug_a_plugin_whose_ib_transport_found_no_device_is_not_the_network() -> None:
+    """HPC-X's RDMA plugin (IBext) and SHARP load, then 'NET/IB : No device found.': the quote stops
+    before the line that names the network, so the network is unknown, never 'NCCL RDMA Plugin'."""
+    got = _read("nccl-debug", "ibext_plugin_2.21.5_no_ib_device_cut_before_socket_line.log")
+    assert (got["network"], got["plugins"], got["devices"], got["nccl_version"]) == \
+        (None, ["NCCL RDMA Plugin", "SHARP"], [], "2.21.5+cuda11.8")

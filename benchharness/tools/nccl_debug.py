@@ -22,7 +22,8 @@ READS = {"nccl-debug": "NCCL_DEBUG=INFO logs (NCCL 2.4 to 2.2x, RCCL): NCCL vers
                        "(IB / RoCE, Socket, aws-ofi-nccl, gIB, IBext with the SHARP collnet plugin), its "
                        "devices, GPUDirect RDMA on or off per HCA, channels via NET/.../GDRDMA; mpirun tags, "
                        "Ray and srun prefixes; an 'NET/IB : Using [RO]; OOB ...' line with no device (RCCL "
-                       "2.27 after 'No device found') is not IB in use"}
+                       "2.27 after 'No device found') is not IB in use, nor is a net plugin (HPC-X IBext, "
+                       "NCCL 2.21) whose IB transport found no device"}
 
 _TAG = re.compile(r"\[\d+,\d+\]<(?:stdout|stderr|stddiag)>:")
 _VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+\S*)")
@@ -39,6 +40,7 @@ _SOCKET_USING = re.compile(r"NCCL INFO NET/Socket\s*: Using (.*)$")
 _SOCKET_DEVICE = re.compile(r"\[(\d+)\]([^:\s\[\]]+):([^<\s]+)<\d+>")
 _IB_ATTEMPT = re.compile(r"NET/IB\s*: No device found|NET/IB\s*: Unable to open|Failed to open libibverbs"
                          r"|NET/IB\s*:.*(?:error|failed)|NCCL_IB_HCA set")
+_NO_IB_DEVICE = re.compile(r"NET/IB\s*: No device found")
 # "via NET/IB/0/GDRDMA", "[send] via NET/IB/0(1)/GDRDMA/Shared" (PXN proxy rank in brackets),
 # "via NET/NCCL RDMA Plugin v6/0/GDRDMA" (plugin names may hold spaces), "via NET/Socket/1"
 _CHANNEL_NET = re.compile(r"NCCL INFO Channel \d+(?:/\d+)? : .* via NET/([^/]+)/(\d+)(?:\(\d+\))?(/GDRDMA)?")
@@ -96,7 +98,7 @@ def parse_nccl_debug(text: str) -> dict[str, Any]:
     devices: list[dict[str, Any]] = []
     warnings: list[str] = []
     version: str | None = None
-    ib_attempted = False
+    ib_attempted = no_ib_device = False
     ib_used = socket_used = False
     net_channels = gdr_channels = 0
     channel_net: str | None = None
@@ -146,9 +148,14 @@ def parse_nccl_debug(text: str) -> dict[str, Any]:
             ofi_no_gdr = ofi_no_gdr or bool(_OFI_NO_GDR.search(line))
         if _IB_ATTEMPT.search(line):
             ib_attempted = True
+            no_ib_device = no_ib_device or bool(_NO_IB_DEVICE.search(line))
         if (m := _WARN.search(line)) and m.group(1) not in warnings:
             warnings.append(m.group(1))
-    fallback = "IB" if ib_used else "Socket" if socket_used else plugins[0] if plugins else "OFI" if ofi_used else None
+    # a plugin that loaded but whose IB transport found no device ("NET/IB : No device found", HPC-X's
+    # IBext on a host without RDMA NICs) carries nothing: without a Socket line the network is unknown
+    carrying = [] if no_ib_device and not ib_used else plugins
+    fallback = "IB" if ib_used else "Socket" if socket_used else carrying[0] if carrying else \
+        "OFI" if ofi_used else None
     network = networks[0] if networks else (channel_net or (net_plugins[0] if net_plugins else None) or fallback)
     channels = coll_channels or ring_total or (len(ring_channels) or None)
     if net_channels:  # the channels say what was used
