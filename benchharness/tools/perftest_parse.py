@@ -35,7 +35,10 @@ READS = {"perftest": "ib_write_bw / ib_read_bw / ib_send_bw / ib_atomic_bw and i
                      "failures (no device, connect, QP, completion errors, clock estimate) named by kind; "
                      "several runs in one paste (a server's and a client's output, a sweep run after run): "
                      "each run its own rows (run = 1, 2 ...), test and side (the waiting banner, else the "
-                     "command line: a client names its server) [the adapter runs perftest 4.5+]"}
+                     "command line the output follows, the last one above it: a client names its server; "
+                     "--force-link IB style long options read with their values); tables pasted without "
+                     "their titles one after the other (runs, the test named by the command line); figures "
+                     "in Markdown emphasis (**5544.28**) [the adapter runs perftest 4.5+]"}
 
 MIB = 1 << 20
 #: Line the adapter's client wrapper prints before the ``--out_json`` file it appends to stdout.
