@@ -31,6 +31,7 @@ def parse_numactl(text: str) -> dict[str, Any]:
     header: list[int] = []
     in_distances = False
     available = None
+    listed_nodes: list[int] | None = None  # "available: 16 nodes (0-15)": the node numbers
     wrapped: dict[str, Any] | None = None  # the node whose cpus line may continue on the next line
     elided = False
     for line_no, raw in enumerate(undecorate(text).split("\n"), 1):
@@ -42,9 +43,10 @@ def parse_numactl(text: str) -> dict[str, Any]:
         if line in _ELLIPSIS:  # the poster left nodes out
             elided = True
             continue
-        m = re.match(r"^available:\s*(\d+) nodes", line)
+        m = re.match(r"^available:\s*(\d+) nodes?(?:\s*\(([\d,\s-]*)\))?", line)
         if m:
             available = int(m.group(1))
+            listed_nodes = _cpus(m.group(2)) if m.group(2) and m.group(2).strip() else None
             continue
         m = re.match(r"^node (\d+) (cpus|size|free):\s*(.*)$", line)
         if m:
@@ -85,6 +87,16 @@ def parse_numactl(text: str) -> dict[str, Any]:
     }
     if elided or any(node.get("cpus_elided") for node in nodes.values()):
         out["elided"] = True  # "..." in place of nodes or CPUs: the listing is not whole
+    elif nodes:
+        # a paste cut before its last nodes or distance rows: what "available:" or the distance
+        # header announced and the listing does not show
+        expected = listed_nodes or (list(range(available)) if available is not None else [])
+        missing = sorted(set(expected) - set(nodes))
+        rows_missing = sorted(set(header) - set(distances)) if header else []
+        if missing:
+            out["missing_nodes"] = missing
+        if missing or rows_missing or (len(nodes) > 1 and not distances):
+            out["cut"] = True
     return out
 
 
@@ -93,4 +105,5 @@ READS = {"numactl": "numactl -H / --hardware (numactl 2.x): 'available: N nodes'
                     "(CPU-less CXL / HBM / GPU-memory nodes as cpus []), the node distances matrix; 1 to 16 nodes "
                     "(Intel, AMD NPS1-NPS4 on one or two sockets, Grace), CPU lists as numbers or ranges, wrapped by a "
                     "mail or terminal, a listing indented as a whole, '...' where the poster left CPUs or nodes out "
-                    "(elided: true), prompts and '> ' quotes"}
+                    "(elided: true), prompts and '> ' quotes; a listing cut before the nodes 'available: N nodes (list)' "
+                    "announces or before its distance rows (missing_nodes, cut: true; Sapphire Rapids SNC4 with HBM)"}
