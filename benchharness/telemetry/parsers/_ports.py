@@ -14,6 +14,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from benchharness.telemetry.parsers._common import is_noise
+
 Parser = Callable[[str], Any]
 
 
@@ -72,7 +74,7 @@ def per_port(parse_one: Parser, command: re.Pattern[str], heading: re.Pattern[st
             return parse_one(text)
         ports: dict[str, Any] = {}
         for port, part in parts.items():
-            if part.strip():
+            if any(line.strip() and not is_noise(line) for line in part.splitlines()):  # not prompts only
                 got = parse_one(part)
                 ports[port] = {**got, "netdev": port} if isinstance(got, dict) else got
         return {"netdevs": ports}

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from benchharness.telemetry.parsers._common import clean_text, snake, to_float
+from benchharness.telemetry.parsers._common import clean_text, snake, to_float, unreadable
 from benchharness.telemetry.parsers._ports import ethtool_command, per_port
 
 _LANE = re.compile(r"\s*\((?:Channel|Chan|Lane)\s*(\d+)\)\s*")
@@ -18,6 +18,11 @@ _IDENTITY = {
     "Vendor SN": "vendor_sn", "Vendor rev": "vendor_rev", "Transceiver type": "transceiver_type",
     "Connector": "connector", "Date code": "date_code", "Module State": "module_state",
 }
+
+
+#: per-lane status lines of ethtool 6.4+ (module-common.c): "None" or "[ Yes, No, ... ]" per lane
+_LANE_STATUS = frozenset({"rx loss of signal", "tx loss of signal", "rx loss of lock", "tx loss of lock",
+                          "tx fault", "tx adaptive eq fault"})
 
 
 def _form_factor(identifier: str) -> str | None:
@@ -37,9 +42,14 @@ def _power(value: str) -> tuple[float | None, float | None]:
 
 
 def parse_module(text: str) -> dict[str, Any]:
-    """Temperature (°C), voltage (V), per-lane bias (mA) and TX/RX power, alarm/warning flags."""
-    out: dict[str, Any] = {"lanes": [], "flags": {}, "alarms_on": []}
+    """Temperature (°C), voltage (V), per-lane bias (mA) and TX/RX power, alarm/warning flags, and
+    ethtool 6.4+'s per-lane status lines (``Rx loss of signal : [ Yes, No, ... ]`` / ``None``) as
+    ``lane_status`` (name -> one boolean per lane, ``[]`` for None; a line with a Yes is also in
+    ``alarms_on``). A later show of the module (a grep run after a link change) replaces the
+    earlier's values. Text without any module line is an error naming its first line."""
+    out: dict[str, Any] = {"lanes": [], "flags": {}, "alarms_on": [], "lane_status": {}}
     lanes: dict[int, dict[str, Any]] = {}
+    read = False  # any line of the module's
     last: str | None = None  # the identity field of the line before
     for line in clean_text(text).splitlines():
         key, sep, value = line.partition(" : ")
@@ -60,9 +70,22 @@ def parse_module(text: str) -> dict[str, Any]:
         base = _LANE.sub(" ", key).strip()
         low = base.lower()
         if base in _IDENTITY:
-            if _IDENTITY[base] not in out:  # SFF-8636 may print several "Transceiver type" lines
+            # SFF-8636 may print several "Transceiver type" lines (the first is the type); any other
+            # identity line shown again is a later show of the module, which replaces the earlier
+            if base != "Transceiver type" or _IDENTITY[base] not in out:
                 out[_IDENTITY[base]] = value
                 last = _IDENTITY[base]
+            read = True
+        elif low in _LANE_STATUS:
+            name = snake(base)
+            states = [v.strip().lower() == "yes" for v in value.strip("[] ").split(",")] \
+                if value.startswith("[") else []
+            out["lane_status"][name] = states  # "None": no lane has it
+            if name in out["alarms_on"]:
+                out["alarms_on"].remove(name)
+            if any(states):
+                out["alarms_on"].append(name)
+            read = True
         elif low == "module temperature":
             out["temperature_c"] = to_float(value)
         elif low == "module voltage":
@@ -84,6 +107,11 @@ def parse_module(text: str) -> dict[str, Any]:
         elif "rcvr signal" in low or "receiver signal" in low:
             mw, dbm = _power(value)
             lanes.setdefault(lane or 1, {}).update({"rx_power_mw": mw, "rx_power_dbm": dbm})
+    if not (read or lanes or out["flags"] or any(k in out for k in ("temperature_c", "voltage_v"))) \
+            and text.strip():
+        lines = text.splitlines()
+        first = next(i for i, line in enumerate(lines) if line.strip())
+        raise unreadable(first + 1, lines[first], "no ethtool -m module line")
     out["form_factor"] = _form_factor(out.get("identifier", ""))
     out["lanes"] = [{"lane": n, **lanes[n]} for n in sorted(lanes)]
     return out
@@ -91,7 +119,9 @@ def parse_module(text: str) -> dict[str, Any]:
 
 READS = {"ethtool-m": "ethtool -m|--module-info DEV (ethtool 4.x-6.x): SFP/SFP28 (SFF-8472), QSFP+/QSFP28 "
                         "(SFF-8636) and QSFP-DD (CMIS 4.0) identity, temperature, voltage, per-lane bias and "
-                        "TX/RX power (mW and dBm, -inf -> none), alarm/warning flags; picked or elided lines, "
-                        "mail-wrapped values, several shows"}
+                        "TX/RX power (mW and dBm, -inf -> none), alarm/warning flags, CMIS Module State, ethtool 6.4+ per-lane "
+                        "Rx/Tx loss of signal / loss of lock / Tx fault lines (None or [ Yes, No, ... ], 16-lane "
+                        "two-bank modules); picked, grepped or elided lines, mail-wrapped values, several shows (the "
+                        "last); text without a module line refused"}
 
 PARSERS = {"ethtool-m": per_port(parse_module, ethtool_command("-m|--dump-module-eeprom|--module-info"))}
