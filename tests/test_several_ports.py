@@ -58,3 +58,16 @@ def test_two_nodes_topology_matrices_stay_apart() -> None:
     b = (real / "8gpu_8nic_b200_pix_pairs_nic_legend.txt").read_text()
     topo = get_parser("nvidia-smi-topo")
     assert topo(a + "\n" + b)["matrices"] == [topo(a), topo(b)]
+
+
+def test_module_lane_status_in_every_form_ethtool_prints() -> None:
+    """``Rx loss of signal``: ethtool 6.4+'s per-lane list, older ``(Lane N)`` lines, a module's
+    single Yes/No (an SFP without light): a Yes is in ``alarms_on`` whatever the form."""
+    module = get_parser("ethtool-m")
+    lanes = "\tIdentifier : 0x11 (QSFP28)\n" + "".join(
+        f"\tRx loss of lock (Lane {n}) : {'Yes' if n == 3 else 'No'}\n" for n in range(1, 5))
+    assert module(lanes)["lane_status"]["rx_loss_of_lock"] == [False, False, True, False]
+    assert "rx_loss_of_lock" in module(lanes)["alarms_on"]
+    sfp = module("\tIdentifier : 0x03 (SFP)\n\tRx loss of signal : Yes\n\tTx fault : No\n")
+    assert sfp["lane_status"] == {"rx_loss_of_signal": [True], "tx_fault": [False]}
+    assert sfp["alarms_on"] == ["rx_loss_of_signal"]

@@ -43,9 +43,9 @@ def _power(value: str) -> tuple[float | None, float | None]:
 
 def parse_module(text: str) -> dict[str, Any]:
     """Temperature (°C), voltage (V), per-lane bias (mA) and TX/RX power, alarm/warning flags, and
-    ethtool 6.4+'s per-lane status lines (``Rx loss of signal : [ Yes, No, ... ]`` / ``None``) as
-    ``lane_status`` (name -> one boolean per lane, ``[]`` for None; a line with a Yes is also in
-    ``alarms_on``). A later show of the module (a grep run after a link change) replaces the
+    the lane status lines as ``lane_status`` (name -> one boolean per lane: ethtool 6.4+'s ``Rx loss
+    of signal : [ Yes, No, ... ]``, ``[]`` for ``None``; older ``(Lane N) : Yes`` lines; a module's
+    single ``Yes``/``No``; a status with a Yes is also in ``alarms_on``). A later show of the module (a grep run after a link change) replaces the
     earlier's values. Text without any module line is an error naming its first line."""
     out: dict[str, Any] = {"lanes": [], "flags": {}, "alarms_on": [], "lane_status": {}}
     lanes: dict[int, dict[str, Any]] = {}
@@ -78,9 +78,18 @@ def parse_module(text: str) -> dict[str, Any]:
             read = True
         elif low in _LANE_STATUS:
             name = snake(base)
-            states = [v.strip().lower() == "yes" for v in value.strip("[] ").split(",")] \
-                if value.startswith("[") else []
-            out["lane_status"][name] = states  # "None": no lane has it
+            said = value.strip().lower()
+            if value.startswith("["):  # ethtool 6.4+: "[ Yes, No, ... ]", one per lane
+                states = [v.strip().lower() == "yes" for v in value.strip("[] ").split(",")]
+            elif said in ("yes", "no") and lane:  # older ethtool: "Rx loss of lock (Lane 3) : Yes"
+                states = list(out["lane_status"].get(name, []))
+                states += [False] * (lane - len(states))
+                states[lane - 1] = said == "yes"
+            elif said in ("yes", "no"):  # SFP and older QSFP: one status for the module
+                states = [said == "yes"]
+            else:  # "None": no lane has it
+                states = []
+            out["lane_status"][name] = states
             if name in out["alarms_on"]:
                 out["alarms_on"].remove(name)
             if any(states):
