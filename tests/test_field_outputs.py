@@ -266,3 +266,16 @@ def test_several_ports_pasted_one_after_another_stay_apart() -> None:
     named = "$ sudo ethtool -S eth4\n     rx_pause_ctrl_phy: 5000100\n"
     assert [v.obj for v in judge_pasted(parse_snapshot(unnamed), parse_snapshot(named), seconds=10,
                                         limits={"pause_share": 0.05}, speed_gbps=400)] == ["eth4"]
+
+
+def test_one_paste_holding_both_snapshots_splits_where_they_repeat() -> None:
+    from benchharness.telemetry.pasted_health import pasted_seconds, read_pair
+
+    paste = ("$ ethtool -S eth4 | grep -E 'pause_ctrl|discards_phy'\n     rx_pause_ctrl_phy: 100\n"
+             "     rx_discards_phy: 1\n$ sleep 10; ethtool -S eth4 | grep -E 'pause_ctrl|discards_phy'\n"
+             "     rx_pause_ctrl_phy: 5000100\n     rx_discards_phy: 1\n")
+    before, after = read_pair(paste, "paste.txt")
+    assert before == {"ethtool:eth4:rx_pause_ctrl_phy": 100, "ethtool:eth4:rx_discards_phy": 1}
+    assert after["ethtool:eth4:rx_pause_ctrl_phy"] == 5000100 and pasted_seconds(paste) == 10
+    verdicts = judge_pasted(before, after, seconds=10, limits={"pause_share": 0.05}, speed_gbps=400)
+    assert [(v.obj, v.judged.status) for v in verdicts] == [("eth4", "fail")]

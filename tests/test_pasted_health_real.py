@@ -44,3 +44,18 @@ def test_bench_health_fails_the_retransmissions_of_a_published_tcp_incast() -> N
     # no OutSegs in the paste: the IP packets sent (+10604) bound TCP's segments from above, so
     # 92 / 10604 is the least the rate can be, and it is over the limit (100 per million)
     assert "retransmissions: RetransSegs +92 in 1 s: at least 8676 per million TCP segments sent" in fails[0]
+
+
+def test_the_published_block_whole_is_judged_as_its_two_files(tmp_path: Path) -> None:
+    """The post's code block as it was published, one paste (its command line, then the first
+    netstat's three lines, then the second's): split where both halves hold the same counters,
+    the interval from its own 'sleep 1', the same failing verdict as the two files."""
+    block = tmp_path / "riak_incast_block.txt"
+    block.write_text((REAL / f"{INCAST}.before.txt").read_text() + (REAL / f"{INCAST}.after.txt").read_text())
+    res = bench("health", str(block))
+    assert res.returncode == 1, res.stdout + res.stderr
+    fails = [line for line in res.stdout.splitlines() if line.startswith("FAIL")]
+    assert len(fails) == 1 and "retransmissions: RetransSegs +92 in 1 s: at least 8676 per million" in fails[0]
+    assert "seconds=1 (the paste's 'sleep 1' between its two runs)" in res.stdout
+    one = bench("health", str(REAL / f"{INCAST}.before.txt"), "seconds=1")  # one snapshot only
+    assert one.returncode == 3 and "not two snapshots of the same counters" in one.stderr, one.stderr

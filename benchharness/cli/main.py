@@ -299,22 +299,28 @@ def cmd_parse(ns: argparse.Namespace) -> int:
 def cmd_health(ns: argparse.Namespace) -> int:
     from benchharness.cli.health import limits_from
     from benchharness.telemetry.health import LABELS
-    from benchharness.telemetry.pasted_health import judge_pasted, read_snapshot
+    from benchharness.telemetry.pasted_health import judge_pasted, pasted_seconds, read_pair, read_snapshot
 
     files = [a for a in ns.args if "=" not in a]
     kv = parse_kv([a for a in ns.args if "=" in a])
-    if len(files) != 2:
-        raise UsageError("bench health needs two snapshot files, BEFORE and AFTER, and seconds=N")
-    seconds = _positive(_require(kv, "seconds", "health"), "seconds")
-    speed = _positive(kv["speed_gbps"], "speed_gbps") if kv.get("speed_gbps") else None
-    limits = limits_from(kv)
-    snaps = []
+    if len(files) not in (1, 2):
+        raise UsageError("bench health needs two snapshot files, BEFORE and AFTER (or one paste holding "
+                         "both), and seconds=N")
+    texts = []
     for name in files:
         try:
             with open(name, encoding="utf-8", errors="replace") as fh:
-                snaps.append(read_snapshot(fh.read(), name))
+                texts.append(fh.read())
         except OSError as exc:
             raise UsageError(f"cannot read {name}: {exc.strerror}") from exc
+    stated = pasted_seconds(texts[0]) if len(files) == 1 and "seconds" not in kv else None
+    seconds = stated or _positive(_require(kv, "seconds", "health"), "seconds")
+    speed = _positive(kv["speed_gbps"], "speed_gbps") if kv.get("speed_gbps") else None
+    limits = limits_from(kv)
+    snaps = list(read_pair(texts[0], files[0])) if len(files) == 1 else \
+        [read_snapshot(text, name) for text, name in zip(texts, files, strict=True)]
+    if stated:
+        print(f"seconds={stated:g} (the paste's 'sleep {stated:g}' between its two runs)")
     verdicts = judge_pasted(snaps[0], snaps[1], seconds=seconds, limits=limits, speed_gbps=speed)
     for v in verdicts:
         print(f"{v.judged.status.upper():5} {v.obj or 'host':12} {LABELS[v.judged.limit]}: {v.judged.message}")
@@ -507,7 +513,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", nargs="?", help="file to parse, or - for standard input")
     p.add_argument("--list", action="store_true", help="name every parser with the commands and versions it reads")
     add("health", cmd_health, "judge two pasted counter snapshots (before, after) as a run judges a step",
-        "arguments: BEFORE AFTER seconds=N [speed_gbps=G] [suite=acceptance] [test=NAME] [LIMIT=VALUE ...]\n\n"
+        "arguments: BEFORE AFTER seconds=N [speed_gbps=G] [suite=acceptance] [test=NAME] [LIMIT=VALUE ...]\n"
+        "       or: PASTE [seconds=N] ... (one paste holding the same counters twice; seconds from its\n"
+        "       'sleep N' between the runs when it has one)\n\n"
         "Each file may hold ethtool -S, rdma statistic show, perfquery, a hw_counters listing, netstat -s\n"
         "or nstat, or sysfs grep lines. Limits: the suite's health: block (default acceptance), LIMIT=VALUE\n"
         "over it (pause_share=5%% retrans_per_mpkt=100 ...). Exit 1 when a verdict fails, 3 when a file\n"

@@ -10,6 +10,7 @@ counters (TCP) going with the one object there is, as ``health.split_rails`` doe
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -43,6 +44,40 @@ def read_snapshot(text: str, name: str) -> dict[str, int]:
         why = "it is empty" if not text.strip() else "no line of it is a counter of a known form"
         raise ToolFailure("no_counters", f"{name}: no counters read ({why})")
     return counters
+
+
+_SLEEP = re.compile(r"\bsleep\s+(\d+(?:\.\d+)?)\b")
+
+
+def read_pair(text: str, name: str) -> tuple[dict[str, int], dict[str, int]]:
+    """The two snapshots of one paste that holds the same counters twice (``netstat -s | egrep ...;
+    sleep 1; netstat -s | egrep ...``, or two ``ethtool -S`` runs one under the other): split
+    where the two halves share the most counters. A one-line error naming the file when no split
+    gives two snapshots of the same counters."""
+    lines = text.replace("\r\n", "\n").split("\n")
+    best: tuple[int, int, dict[str, int], dict[str, int]] | None = None
+    for cut in range(1, len(lines)):
+        if not lines[cut].strip() and cut + 1 < len(lines) and not lines[cut + 1].strip():
+            continue  # the next line splits the same way
+        try:
+            before = parse_snapshot("\n".join(lines[:cut]))
+            after = parse_snapshot("\n".join(lines[cut:]))
+        except (ToolFailure, ValueError):
+            continue
+        shared = len(set(before) & set(after))
+        score = (shared, min(len(before), len(after)))
+        if shared and (best is None or score > best[:2]):
+            best = (*score, before, after)
+    if best is None:
+        raise ToolFailure("no_counters", f"{name}: not two snapshots of the same counters; give BEFORE and "
+                                         "AFTER as two files")
+    return best[2], best[3]
+
+
+def pasted_seconds(text: str) -> float | None:
+    """The interval a paste states by its ``sleep N`` between the two runs, when it states one."""
+    found = {float(m.group(1)) for m in _SLEEP.finditer(text)}
+    return found.pop() if len(found) == 1 else None
 
 
 def _named_alike(snapshot: Mapping[str, int], other: Mapping[str, int]) -> dict[str, int]:
