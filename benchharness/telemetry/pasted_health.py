@@ -11,7 +11,7 @@ counters (TCP) going with the one object there is, as ``health.split_rails`` doe
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,11 +54,24 @@ def read_pair(text: str, name: str) -> tuple[dict[str, int], dict[str, int]]:
     sleep 1; netstat -s | egrep ...``, or two ``ethtool -S`` runs one under the other): split
     where the two halves share the most counters. A one-line error naming the file when no split
     gives two snapshots of the same counters."""
+    from benchharness.telemetry.parsers._common import is_noise
+
     lines = text.replace("\r\n", "\n").split("\n")
+    head = next((ln.strip() for ln in lines if ln.strip()), "")
+    # where a second run can start: a prompt or command line, a blank line, the first line again;
+    # else (one command line, then both runs' lines) any line
+    starts = [i for i in range(1, len(lines)) if is_noise(lines[i]) or not lines[i].strip()
+              or lines[i].strip() == head]
+    found = _best_split(lines, starts) or _best_split(lines, range(1, len(lines)))
+    if found is None:
+        raise ToolFailure("no_counters", f"{name}: not two snapshots of the same counters; give BEFORE and "
+                                         "AFTER as two files")
+    return found
+
+
+def _best_split(lines: list[str], cuts: Sequence[int]) -> tuple[dict[str, int], dict[str, int]] | None:
     best: tuple[int, int, dict[str, int], dict[str, int]] | None = None
-    for cut in range(1, len(lines)):
-        if not lines[cut].strip() and cut + 1 < len(lines) and not lines[cut + 1].strip():
-            continue  # the next line splits the same way
+    for cut in cuts:
         try:
             before = parse_snapshot("\n".join(lines[:cut]))
             after = parse_snapshot("\n".join(lines[cut:]))
@@ -68,10 +81,7 @@ def read_pair(text: str, name: str) -> tuple[dict[str, int], dict[str, int]]:
         score = (shared, min(len(before), len(after)))
         if shared and (best is None or score > best[:2]):
             best = (*score, before, after)
-    if best is None:
-        raise ToolFailure("no_counters", f"{name}: not two snapshots of the same counters; give BEFORE and "
-                                         "AFTER as two files")
-    return best[2], best[3]
+    return (best[2], best[3]) if best else None
 
 
 def pasted_seconds(text: str) -> float | None:
