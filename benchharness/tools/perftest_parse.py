@@ -38,7 +38,12 @@ READS = {"perftest": "ib_write_bw / ib_read_bw / ib_send_bw / ib_atomic_bw and i
                      "command line the output follows, the last one above it: a client names its server; "
                      "--force-link IB style long options read with their values); tables pasted without "
                      "their titles one after the other (runs, the test named by the command line); figures "
-                     "in Markdown emphasis (**5544.28**) [the adapter runs perftest 4.5+]"}
+                     "in Markdown emphasis (**5544.28**); console sessions run after run (each run's client "
+                     "command above perftest's notices and interleaved kernel lines, a shell's '[1]+  Done' "
+                     "job reports no command); lines labelled by a launcher's ranks ('[rank 1] ', "
+                     "'[1,0]<stdout>:', srun -l '0: ', '[default0]:') read rank by rank (rank kept); '> ' "
+                     "quoted replies; vendors seen: mlx4/mlx5 (ConnectX-3 to -7, BlueField), HiSilicon hns, "
+                     "rxe, pib, AMD ROCm hosts [the adapter runs perftest 4.5+]"}
 
 MIB = 1 << 20
 #: Line the adapter's client wrapper prints before the ``--out_json`` file it appends to stdout.
@@ -155,19 +160,26 @@ _LONG_VALUED = frozenset({
     "data_enc_key_app_path", "tph_mem", "ph", "MGID", "vector"
 })
 _COMMAND_RE = re.compile(r"\bib_(write|read|send|atomic)_(bw|lat)((?:\s+\S+)*)\s*$")
+# a shell's job-control report ('[1]+  Done    ib_read_bw -d hns_2 -n 5 > /dev/null 2>&1'): a
+# background job that ended, not the command whose output follows
+_JOB_RE = re.compile(r"^\s*\[\d+\][+-]?\s+(?:Done|Exit \d+|Killed|Terminated|Stopped|Running)\b")
+
+
+def _command_at(line: str) -> re.Match[str] | None:
+    """The perftest command a line starts (after a prompt), None for other lines and job reports."""
+    return None if _JOB_RE.match(line) else _COMMAND_RE.search(line)
 
 
 def _command(text: str) -> re.Match[str] | None:
     """The perftest command line whose output ``text`` holds: the last one before the output's first
     test title or table (a server's command pasted above its client's, the client's output after
-    both), else the first one anywhere."""
+    both); a text without a title or table: its first one. A command line after the output started
+    the next output, never this one."""
     found: list[re.Match[str]] = []
     for line in text.splitlines():
         if _TITLE_RE.match(line) or _table_kind(line):
-            if found:
-                return found[-1]
-            continue
-        m = _COMMAND_RE.search(line)
+            return found[-1] if found else None
+        m = _command_at(line)
         if m:
             found.append(m)
     return found[0] if found else None
@@ -503,6 +515,9 @@ _LEADS_IN = re.compile(r"^\s*(?:-{20,}|\*{5,}|\* Waiting for client.*\*|Waiting 
                        r"|\bib_(?:write|read|send|atomic)_(?:bw|lat)\b")
 
 
+_ROW_RE = re.compile(r"^\s*\d+\s+\d+\s+\S")
+
+
 def _openers(lines: list[str]) -> list[int]:
     """Indexes of the lines that open a run: each test title, and a table's column titles pasted
     without a test title after another table's rows (two outputs cut to their tables); the column
@@ -520,7 +535,7 @@ def _openers(lines: list[str]) -> list[int]:
                     and (rows or not openers):
                 openers.append(i)
             rows = titled = False
-        elif re.match(r"^\s*\d+\s+\d+\s+\S", line):
+        elif _ROW_RE.match(line):
             rows = True
         if line.strip() and not _DASHES_RE.match(line):
             before = line.strip()
@@ -539,8 +554,48 @@ def split_runs(text: str) -> list[str]:
         start = title
         while start - 1 > before and (not lines[start - 1].strip() or _LEADS_IN.search(lines[start - 1])):
             start -= 1
+        # the run's command line above the notices perftest prints before its title ('Device not
+        # recognized to implement inline feature', 'cqe = 5, less than minimum CQE number') or the
+        # kernel lines a console interleaves: the last one after the previous run's last row
+        rows = [i for i in range(before + 1, start) if _table_kind(lines[i]) or _ROW_RE.match(lines[i])]
+        command = [i for i in range((rows[-1] if rows else before) + 1, start) if _command_at(lines[i])]
+        if command:
+            start = command[-1]
         starts.append(start)
     return ["\n".join(lines[a:b]) for a, b in zip(starts, [*starts[1:], len(lines)], strict=True)]
+
+
+# the label a launcher writes before each line of a process's output: '[rank 1] ' (Modal / Ray
+# style), torch's '[rank0]:' and torchrun --tee's '[default0]:', Open MPI --tag-output's
+# '[1,0]<stdout>:' (job, rank), Slurm srun -l's '0: '
+_RANK_RE = re.compile(r"^\s*(?:\[rank\s*(\d+)\]:?|\[default(\d+)\]:|\[\d+,(\d+)\]<std(?:out|err|diag)>:"
+                      r"|(\d{1,5}): )[ \t]?")
+
+
+def _rank_streams(text: str) -> list[tuple[int, str]] | None:
+    """Each process's output of a text whose lines carry launcher ranks' labels (two ranks' tables
+    interleaved line by line), in the order the ranks first show, labels removed; lines without a
+    label (a prompt, the launcher's command) go with every rank. None when the result tables are
+    not all labelled or none is."""
+    lines = text.splitlines()
+    ranks: dict[int, list[str]] = {}
+    order: list[tuple[int | None, str]] = []
+    for line in lines:
+        m = _RANK_RE.match(line)
+        if m is None:
+            if line.lstrip().startswith("#bytes"):
+                return None
+            order.append((None, line))
+            continue
+        rank = int(next(g for g in m.groups() if g is not None))
+        ranks.setdefault(rank, [])
+        order.append((rank, line[m.end():]))
+    labelled = [body for owner, body in order if owner is not None]
+    if not ranks or not any(_table_kind(body) or _TITLE_RE.match(body) for body in labelled):
+        return None
+    for rank in ranks:
+        ranks[rank] = [body for owner, body in order if owner in (None, rank)]
+    return [(rank, "\n".join(body)) for rank, body in ranks.items()]
 
 
 def parse_text(text: str) -> list[Record]:
@@ -548,15 +603,23 @@ def parse_text(text: str) -> list[Record]:
 
     A text with several runs gives each run's rows with ``run`` = 1, 2 ... and that run's own header
     facts (test, side, device); a run that failed with a known error fails the text, keeping the
-    other runs' rows; a run that printed no table (a server's banner alone) gives no rows."""
-    parts = split_runs(clean(text))
-    if len(parts) == 1:
+    other runs' rows; a run that printed no table (a server's banner alone) gives no rows. Lines
+    labelled with launcher ranks ('[rank 1] ', '[1,0]<stdout>:', '0: ') are each rank's own output:
+    its runs carry ``rank``."""
+    streams = _rank_streams(text)
+    if streams is not None and len(streams) == 1:  # one rank: its output, read as any other
+        text, streams = streams[0][1], None
+    parts: list[tuple[int | None, str]] = \
+        [(None, part) for part in split_runs(clean(text))] if streams is None else \
+        [(rank, part) for rank, stream in streams for part in split_runs(clean(stream))]
+    if len(parts) == 1 and streams is None:
         return parse_output(text)
     records: list[Record] = []
     failures: list[tuple[int, ToolFailure]] = []
-    for number, part in enumerate(parts, 1):
+    for number, (rank, part) in enumerate(parts, 1):
+        labels: Record = {"run": number} if rank is None else {"run": number, "rank": rank}
         try:
-            records += [{**row, "run": number} for row in parse_output(part)]
+            records += [{**row, **labels} for row in parse_output(part)]
         except ToolFailure as exc:
             failures.append((number, exc))
     known = [(n, f) for n, f in failures if f.kind != "no_result"]
