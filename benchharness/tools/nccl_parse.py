@@ -37,9 +37,15 @@ READS = {
                   "headers; out-of-place and in-place rows, the Avg bus bandwidth footer; several runs in one "
                   "paste (a sweep run after run, split at each output's opening lines, its command line or "
                   "a '====== label ======' line) each with its rows and footer (run = 1, 2 ..., run_label); "
-                  "-N repeated sweeps numbered as cycles; rows a grep kept without their column titles "
-                  "(the 13-cell #wrong and 12-cell error layouts); wrong results and NCCL/CUDA/MPI failures "
-                  "named by kind",
+                  "-N repeated sweeps numbered as cycles (a one-size -b = -e run too; the repeated 0 B rows "
+                  "small sizes round down to are one sweep); rows a grep kept without their column titles "
+                  "(the 13-cell #wrong and 12-cell error layouts); the settings line as footer fields "
+                  "(nthread, ngpus for -t/-g, min/max_bytes, step, iters, agg_iters, validation for -c, graph "
+                  "for -G); 2.11-2.12's root + error layout; outputs cut to their last rank line (nranks from "
+                  "it, ranks_elided) and outputs under Markdown headings or kept to their rank lines / column "
+                  "titles, each its own run; tables indented in Markdown lists, kubectl logs / exec pastes "
+                  "(A3 Mega/High, GB200 to 1440 ranks); a table with masked figures (XXX.XX) refused naming "
+                  "its line; wrong results and NCCL/CUDA/MPI failures named by kind",
     "rccl-tests": "rccl-tests *_perf stdout (2023 layout with the 'error' column, and the #wrong layout with "
                   "the 'rccl-tests: Version' line; ROCm 6.2 to 7.0: RCCL's 'RCCL version : ...' banner of "
                   "NCCL_DEBUG=VERSION (rccl_version), '# Testing N cycle.' lines; MI250X, MI300X, MI325X, "
@@ -69,11 +75,25 @@ _RCCL_VERSION = re.compile(r"^rccl-tests: Version (\S+)")
 # version, Hostname and Librccl path lines
 _RCCL_LIBRARY = re.compile(r"^RCCL version\s*:\s*(\S+)")
 # lines that open an output (nccl-tests' first lines, rccl-tests' version line): after rows, a second run
-_OPENS = re.compile(r"^#?\s*(?:nThread \d|Collective test starting:|nccl-tests version |Using devices\s*$)"
+_OPENS = re.compile(r"^#?\s*(?:nThread \d|nGpus(?:\(perProc\))? \d+ minBytes|Collective test starting:|nccl-tests version |Using devices\s*$)"
                     r"|^rccl-tests: Version ")
 # a line a script or a reader put between runs: "====== 2-node ======", "======== reduce_scatter_perf"
 _SEPARATOR = re.compile(r"^(?:={3,}|-{3,}|\*{3,})\s*(?:(.*?)\s*(?:={3,}|-{3,}|\*{3,})?)?$")
 _CYCLE = re.compile(r"^#\s*Testing (\d+) cycle")
+# a Markdown heading a writer put above each output ("#### 2 Racks"): nccl-tests' own comment lines
+# open with a single '#'
+_HEADING = re.compile(r"^#{2,6}\s+(\S.*?)\s*#*$")
+# the settings line: "# nThread 1 nGpus 8 minBytes 8 maxBytes 8589934592 step: 2(factor) warmup iters: 5
+# iters: 20 agg iters: 1 validation: 1 graph: 0" (agg iters from 2.10, graph from 2.11, unalign in 2.17+;
+# "nGpus(perProc)" in some builds); before 2.x the same fields without agg iters / graph
+_SETTINGS = (("nthread", re.compile(r"\bnThread (\d+)")),
+             ("ngpus", re.compile(r"\bnGpus(?:\(perProc\))? (\d+)")),
+             ("min_bytes", re.compile(r"\bminBytes (\d+)")), ("max_bytes", re.compile(r"\bmaxBytes (\d+)")),
+             ("warmup_iters", re.compile(r"\bwarmup iters: (\d+)")),
+             ("iters", re.compile(r"(?<!warmup )(?<!agg )\biters: (\d+)")),
+             ("agg_iters", re.compile(r"\bagg iters: (\d+)")), ("validation", re.compile(r"\bvalidation: (\d+)")),
+             ("graph", re.compile(r"\bgraph: (\d+)")))
+_STEP = re.compile(r"\bstep: (\d+)\((factor|bytes)\)")
 # the benchmark's program on a command line pasted above the output (``mpirun ... ./build/broadcast_perf
 # -b 8``): the collective's name where the tool printed none (before 2.11 there is no "Collective test
 # starting" line)
@@ -131,9 +151,18 @@ class NcclRun:
         when the text held several runs."""
         if self.runs:
             return [r for run in self.runs for r in run.all_records()]
-        summary: Record = {"kind": "footer", **self.meta, "ranks": self.ranks, "nranks": len(self.ranks)
-                           or self.meta.get("nranks")}
+        summary: Record = {"kind": "footer", **self.meta, "ranks": self.ranks,
+                           "nranks": _rank_count(self.ranks) or self.meta.get("nranks")}
+        if self.ranks and _rank_count(self.ranks) > len(self.ranks):
+            summary["ranks_elided"] = True
         return [*self.records, summary]
+
+
+def _rank_count(ranks: list[dict[str, Any]]) -> int:
+    """How many ranks the run had: one line per rank, printed 0 .. n-1, so a listing a writer cut to its
+    last lines ('#  Rank 71 ...' alone) still says 72."""
+    numbers = [r["rank"] for r in ranks if isinstance(r.get("rank"), int)]
+    return max(len(ranks), max(numbers, default=-1) + 1)
 
 
 def with_nranks(records: list[Record]) -> list[Record]:
@@ -313,15 +342,18 @@ def _parse_table(text: str, collective: str | None) -> NcclRun:
     """The runs of a text, each read as one output; a text of one run gives that run itself."""
     runs: list[NcclRun] = []
     state = _TableState(collective)
-    for raw in text.splitlines():
+    for line_no, raw in enumerate(text.splitlines(), 1):
         line = _without_log(raw)
         if not line.strip():
             continue
         stripped = line.strip()
-        label = _SEPARATOR.match(stripped)
+        label = _SEPARATOR.match(stripped) or _HEADING.match(stripped)
         program = None if stripped.startswith("#") or label else _PROGRAM.search(stripped)
-        if (label or program or _OPENS.match(stripped)) and state.run.records:
-            runs.append(state.finish())  # a second output begins: the first one is complete
+        # a second output begins (the first one is complete): its opening lines, a command line or a label,
+        # and also its rank lines or column titles when a writer kept only those of each output
+        again = _RANK.match(stripped) or _TABLE_HEADER.match(stripped)
+        if (label or program or again or _OPENS.match(stripped)) and state.run.records:
+            runs.append(state.finish())
             state = _TableState(collective)
         if label:
             if label.group(1):
@@ -331,7 +363,7 @@ def _parse_table(text: str, collective: str | None) -> NcclRun:
             continue
         if program and state.program is None:
             state.program = program.group(1)
-        state.read(stripped)
+        state.read(stripped, line_no)
     if not runs:
         return state.finish()
     runs.append(state.finish())
@@ -362,8 +394,8 @@ class _TableState:
         self.cycle: int | None = None
         self.program: str | None = None
 
-    def read(self, stripped: str) -> None:
-        """Take one line (without an NCCL log message, not blank)."""
+    def read(self, stripped: str, line_no: int) -> None:
+        """Take line ``line_no`` (without an NCCL log message, not blank)."""
         run = self.run
         if stripped.startswith("#") or _RANK.match(stripped):  # a paste may lose a rank line's "#"
             self.pending = None
@@ -396,6 +428,9 @@ class _TableState:
         if len(tokens) < layout.width:
             self.pending = tokens
             return
+        if bad := _unreadable_figure(tokens, layout):
+            raise ToolFailure("unreadable", f"nccl-tests: line {line_no}: a result row whose {bad[0]} is "
+                              f"{bad[1]!r}, not a figure: {stripped[:120]}")
         for rec in _row(tokens, layout, collective_name(self.name)):
             if self.cycle is not None:
                 rec["cycle"] = self.cycle
@@ -408,15 +443,42 @@ class _TableState:
             if rec.get("collective") is None:
                 rec["collective"] = collective_name(name)
         run.meta["collective"] = collective_name(name)
-        _number_cycles(run.records)
+        _number_cycles(run.records, _one_size(run.meta))
         return run
 
 
-def _number_cycles(records: list[Record]) -> None:
+def _one_size(meta: dict[str, Any]) -> bool | None:
+    """Whether the settings line says the sweep is one size (``-b`` = ``-e``, or a step past ``-e``): then
+    every row of a ``-N`` run repeats that size; None without a settings line."""
+    low, high = meta.get("min_bytes"), meta.get("max_bytes")
+    if low is None or high is None:
+        return None
+    if "step_factor" in meta:
+        return low == high or (low > 0 and low * meta["step_factor"] > high)
+    return low == high or low + meta.get("step_bytes", 0) > high
+
+
+def _unreadable_figure(tokens: list[str], layout: _Layout) -> tuple[str, str] | None:
+    """(column, cell) of the first figure cell of a row that is no number ('XXX.XX' where a writer masked
+    the figures); the wrong-elements cells may say N/A, and an old max-delta cell ends in '*' above its
+    threshold."""
+    pos = len(layout.lead)
+    for group in layout.groups:
+        for label, tok in zip(group, tokens[pos:pos + len(group)], strict=False):
+            cell = tok.rstrip("*") if label == "error" else tok
+            if _number(cell) is None and not (cell == "N/A" and _COLUMN_KEYS.get(label, label) == "wrong"):
+                return label, tok
+        pos += len(group)
+    return None
+
+
+def _number_cycles(records: list[Record], one_size: bool | None = None) -> None:
     """``cycle`` 1, 2 ... on the rows of ``-N`` / ``--run_cycles`` runs: nccl-tests prints the whole sweep
-    again with no line between, so a size that does not grow for the same type, op, root and
+    again with no line between, so a size smaller than the last for the same type, op, root and
     placement starts the next cycle (``-d all`` / ``-o all`` sweeps differ in type or op and do not).
-    Rows that rccl-tests already numbered ("# Testing N cycle.") are left as they are."""
+    An equal size does when the sweep is one size (``one_size``), and not when it is 0: the sizes a
+    collective rounds down to no element (all_gather of 8 ranks from 1 B prints 0 B five times) repeat
+    within one sweep. Rows that rccl-tests already numbered ("# Testing N cycle.") are left as they are."""
     if any("cycle" in r for r in records):
         return
     last: dict[tuple[Any, ...], int] = {}
@@ -425,7 +487,8 @@ def _number_cycles(records: list[Record]) -> None:
     for rec in records:
         key = (rec.get("type"), rec.get("redop"), rec.get("root"), rec.get("placement"))
         size = rec.get("size_bytes") or 0
-        if key in last and size <= last[key]:
+        repeated = size == last.get(key) and (one_size or (one_size is None and size > 0))
+        if key in last and (size < last[key] or repeated):
             cycles[key] = cycles.get(key, 1) + 1
         last[key] = size
         numbered.append(cycles.get(key, 1))
@@ -506,6 +569,12 @@ def _header_line(line: str, run: NcclRun, name: str | None, layout: _Layout | No
             run.meta["nccl_library_version"] = int(m.group(3))
     elif (m := _CYCLE.match(line)) is not None:
         cycle = int(m.group(1))
+    elif "minBytes" in line and "maxBytes" in line:
+        for key, pattern in _SETTINGS:
+            if (m := pattern.search(line)) is not None:
+                run.meta[key] = int(m.group(1))
+        if (m := _STEP.search(line)) is not None:
+            run.meta["step_factor" if m.group(2) == "factor" else "step_bytes"] = int(m.group(1))
     elif line.startswith("# error:"):
         run.meta.setdefault("errors", []).append(line[len("# error:"):].strip())
     return name, layout, banner, cycle
