@@ -20,7 +20,7 @@ import pytest
 
 from benchharness.cli.parsers import get_parser
 from benchharness.core.errors import ToolFailure
-from benchharness.tools.nccl_parse import _number_cycles, parse_nccl_tests
+from benchharness.tools.nccl_parse import _OPENS, NcclRun, _header_line, _number_cycles, parse_nccl_tests
 
 REAL = Path(__file__).parent / "fixtures" / "real" / "nccl-tests"
 
@@ -93,3 +93,19 @@ def test_settings_line_of_a_kubectl_logs_paste() -> None:
     assert "agg_iters" not in footer and "graph" not in footer  # that nccl-tests printed neither
     assert [r["busbw_GBps"] for r in _rows(records) if r["placement"] == "out-of-place"] == \
         [356.01, 365.90, 380.73, 383.23, 386.56]
+
+
+def test_rccl_tests_version_line_and_concluded_line() -> None:
+    """rccl-tests 2.17.9 (ROCm 7.1 on) prints nccl-tests' version line under its own name, and closes each
+    output with "# Collective test concluded: NAME"; the lines as published in
+    https://github.com/ROCm/rocm-systems/pull/3415 (review by speriaswamy-amd, 2026-02-26) and
+    https://github.com/ROCm/rccl/pull/2075 (description by ChihayaK)."""
+    run = NcclRun(meta={})
+    line = ("# rccl-tests version 2.17.9-users/speriaswamy-amd/gfx1151-rccl-tests-enablement:f220897c9b "
+            "rccl-headers=22803 rccl-library=22803")
+    _header_line(line, run, None, None, "", None)
+    assert run.meta == {"rccl_tests_version": "2.17.9-users/speriaswamy-amd/gfx1151-rccl-tests-enablement:f220897c9b",
+                        "rccl_library_version": 22803}
+    name, *_ = _header_line("# Collective test concluded: broadcast_perf", run, None, None, "", None)
+    assert name == "broadcast_perf"
+    assert _OPENS.match(line)  # a second output opens at it

@@ -48,7 +48,9 @@ READS = {
                   "its line; wrong results and NCCL/CUDA/MPI failures named by kind",
     "rccl-tests": "rccl-tests *_perf stdout (2023 layout with the 'error' column, and the #wrong layout with "
                   "the 'rccl-tests: Version' line; ROCm 6.2 to 7.0: RCCL's 'RCCL version : ...' banner of "
-                  "NCCL_DEBUG=VERSION (rccl_version), '# Testing N cycle.' lines; MI250X, MI300X, MI325X, "
+                  "NCCL_DEBUG=VERSION (rccl_version), '# Testing N cycle.' lines; 2.17.9's '# rccl-tests version V "
+                  "rccl-headers=N rccl-library=N' line (rccl_tests_version, rccl_library_version) and '# Collective "
+                  "test concluded: NAME'; MI250X, MI300X, MI325X, "
                   "MI355X, Radeon; 1 to 64 ranks), as nccl-tests is read: several runs in one paste each "
                   "its own, egrep-kept rows without column titles",
 }
@@ -65,17 +67,17 @@ _RANK = re.compile(r"^#?\s*Rank\s+(\d+)(?:\s+Group\s+(\d+))?\s+Pid\s+(\d+)\s+on\
                    r"\s+\[([^\]]*)\]\s*(.*?)\s*$")
 _OOB = re.compile(r"^#\s*Out of bounds values\s*:\s*(\d+)\s*(OK|FAILED)?")
 _AVG = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(\S+)\s*(OK|FAILED)?")
-_START = re.compile(r"^#\s*Collective test starting:\s*(\S+)")
+_START = re.compile(r"^#\s*Collective test (?:starting|concluded):\s*(\S+)")
 # "# nccl-tests version 2.20.0 (b4d5bee) nccl-headers=23102 nccl-library=23102": the git hash in
 # parentheses since 2.14-ish builds from a checkout; headers / library are NCCL_VERSION_CODEs
-_VERSION = re.compile(r"^#\s*nccl-tests version (\S+)(?:\s+\([0-9A-Za-z._-]+\))?"
-                      r"(?:\s+nccl-headers=(\d+)\s+nccl-library=(\d+))?")
+_VERSION = re.compile(r"^#\s*(nccl|rccl)-tests version (\S+)(?:\s+\([0-9A-Za-z._-]+\))?"
+                      r"(?:\s+[nr]ccl-headers=(\d+)\s+[nr]ccl-library=(\d+))?")
 _RCCL_VERSION = re.compile(r"^rccl-tests: Version (\S+)")
 # RCCL's own banner (NCCL_DEBUG=VERSION, ROCm 6.4+): "RCCL version : 2.22.3-HEAD:7d8d67c", then HIP / ROCm
 # version, Hostname and Librccl path lines
 _RCCL_LIBRARY = re.compile(r"^RCCL version\s*:\s*(\S+)")
 # lines that open an output (nccl-tests' first lines, rccl-tests' version line): after rows, a second run
-_OPENS = re.compile(r"^#?\s*(?:nThread \d|nGpus(?:\(perProc\))? \d+ minBytes|Collective test starting:|nccl-tests version |Using devices\s*$)"
+_OPENS = re.compile(r"^#?\s*(?:nThread \d|nGpus(?:\(perProc\))? \d+ minBytes|Collective test starting:|[nr]ccl-tests version |Using devices\s*$)"
                     r"|^rccl-tests: Version ")
 # a line a script or a reader put between runs: "====== 2-node ======", "======== reduce_scatter_perf"
 _SEPARATOR = re.compile(r"^(?:={3,}|-{3,}|\*{3,})\s*(?:(.*?)\s*(?:={3,}|-{3,}|\*{3,})?)?$")
@@ -564,9 +566,11 @@ def _header_line(line: str, run: NcclRun, name: str | None, layout: _Layout | No
     elif (m := _START.match(line)) is not None:
         name = name or m.group(1)
     elif (m := _VERSION.match(line)) is not None:
-        run.meta["nccl_tests_version"] = m.group(1)
-        if m.group(3):
-            run.meta["nccl_library_version"] = int(m.group(3))
+        # rccl-tests since 2.17.9 (ROCm 7.1): "# rccl-tests version 2.17.9-develop:2596ca5f71
+        # rccl-headers=22803 rccl-library=22707", RCCL's own version codes
+        run.meta[f"{m.group(1)}_tests_version"] = m.group(2)
+        if m.group(4):
+            run.meta[f"{m.group(1)}_library_version"] = int(m.group(4))
     elif (m := _CYCLE.match(line)) is not None:
         cycle = int(m.group(1))
     elif "minBytes" in line and "maxBytes" in line:
