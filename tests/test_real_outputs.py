@@ -168,3 +168,24 @@ def test_bench_parse_reads_real_outputs(parser: str, rel: str) -> None:
     expected = json.loads(_expected(ROOT / rel).read_text())
     rows, _ = _rows(parser, json.loads(res.stdout), None)
     _check_rows(rows, expected, rel)
+
+
+def test_iperf3_text_reads_the_real_text_outputs_as_the_adapter_does() -> None:
+    """``bench parse iperf3-text`` is the text reader the ``iperf3`` adapter uses for text: on every
+    real text output under iperf3/ both give the same records, or refuse it alike."""
+    adapter, text_only = get_parser("iperf3"), get_parser("iperf3-text")
+    compared = 0
+    for path in sorted((ROOT / "iperf3").glob("*.txt")):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if "{" in text:  # a -J document: the adapter's JSON reader
+            continue
+        try:
+            want = json.dumps(adapter(text), default=str, sort_keys=True)
+        except ToolFailure as exc:
+            with pytest.raises(ToolFailure) as got:
+                text_only(text)
+            assert got.value.kind == exc.kind, path.name
+            continue
+        assert json.dumps(text_only(text), default=str, sort_keys=True) == want, path.name
+        compared += 1
+    assert compared >= 10
