@@ -1,4 +1,4 @@
-"""Real GPU telemetry outputs whose figures matter more than a subset (third set): R375 samples,
+"""Real GPU telemetry outputs whose figures matter more than a subset: R375 samples,
 amd-smi sections beyond power and temperature, amd-smi topology --json, rocm-smi Product Info."""
 
 from __future__ import annotations

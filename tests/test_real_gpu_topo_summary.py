@@ -1,4 +1,4 @@
-"""Real GPU telemetry outputs whose figures matter more than a subset (fourth set): nvidia-smi
+"""Real GPU telemetry outputs whose figures matter more than a subset: nvidia-smi
 topo -m as writers publish it, the bare amd-smi summary table, dcgmi dmon and nvidia-smi -q."""
 
 from __future__ import annotations

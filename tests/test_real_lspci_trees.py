@@ -1,4 +1,4 @@
-"""Figures of the round-four host fixtures that matter more than a subset: which bridge a NIC sits
+"""Figures of host fixtures that matter more than a subset: which bridge a NIC sits
 below in an ``lspci -tv`` tree, an old pciutils' unknown Gen5 speed, a ``numactl -H`` listing cut
 before its last nodes, and ``/proc/interrupts`` with a poster's ``...`` columns."""
 

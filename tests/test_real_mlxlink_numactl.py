@@ -1,4 +1,4 @@
-"""Host-fact parsers on real published outputs (round three): figures that matter more than a subset.
+"""Host-fact parsers on real published outputs (mlxlink, numactl): figures that matter more than a subset.
 
 The fixtures are under tests/fixtures/real/<parser>/ (SOURCES there says where each came from)."""
 
