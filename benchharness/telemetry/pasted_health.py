@@ -59,14 +59,33 @@ def read_pair(text: str, name: str) -> tuple[dict[str, int], dict[str, int]]:
     lines = text.replace("\r\n", "\n").split("\n")
     head = next((ln.strip() for ln in lines if ln.strip()), "")
     # where a second run can start: a prompt or command line, a blank line, the first line again;
-    # else (one command line, then both runs' lines) any line
+    # else (one command line, then both runs' lines) the first line that repeats an earlier one
+    # but for its figures ("1542398375 requests sent out" after "1542387771 requests sent out")
     starts = [i for i in range(1, len(lines)) if is_noise(lines[i]) or not lines[i].strip()
               or lines[i].strip() == head]
-    found = _best_split(lines, starts) or _best_split(lines, range(1, len(lines)))
+    found = _best_split(lines, starts) or _best_split(lines, _repeat_starts(lines))
     if found is None:
         raise ToolFailure("no_counters", f"{name}: not two snapshots of the same counters; give BEFORE and "
                                          "AFTER as two files")
     return found
+
+
+def _repeat_starts(lines: list[str]) -> list[int]:
+    """The line where a run's first counter line comes again (its figures aside), or else the first
+    line that repeats an earlier one so: where a second run of the same command begins."""
+    shapes = [re.sub(r"(?<!\w)-?\d[\d.,]*", "#", ln.strip()) if re.search(r"\d", ln) else "" for ln in lines]
+    first = next((i for i, s in enumerate(shapes) if s), None)
+    if first is None:
+        return []
+    again = [i for i in range(first + 1, len(lines)) if shapes[i] == shapes[first]]
+    if again:
+        return again
+    seen: set[str] = set()
+    for i, shape in enumerate(shapes):
+        if shape and shape in seen:
+            return [i]
+        seen.add(shape)
+    return []
 
 
 def _best_split(lines: list[str], cuts: Sequence[int]) -> tuple[dict[str, int], dict[str, int]] | None:
