@@ -11,14 +11,10 @@ tool's own parser's business (``tools/textclean.py``).
 
 from __future__ import annotations
 
-import re
-
-from benchharness.tools.textclean import strip_ansi
-
-_FENCE = re.compile(r"^\s{0,3}(?:```|~~~)[\w+.-]*\s*$")
+from benchharness.tools.textclean import is_fence, strip_ansi
 
 
 def unpaste(text: str) -> str:
     """``text`` without BOM, CRs before LF, ANSI codes and trailing blanks; fence lines emptied."""
     text = strip_ansi(text.lstrip("\ufeff").replace("\r\n", "\n"))
-    return "\n".join("" if _FENCE.match(line) else line.rstrip(" \t") for line in text.split("\n"))
+    return "\n".join("" if is_fence(line) else line.rstrip(" \t") for line in text.split("\n"))

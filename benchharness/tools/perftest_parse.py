@@ -23,7 +23,7 @@ from typing import Any
 from benchharness.core.errors import ToolFailure
 from benchharness.core.model import Record
 from benchharness.tools.common import NUMA_MARKER
-from benchharness.tools.textclean import clean, known_error
+from benchharness.tools.textclean import clean, known_error, rank_label
 
 #: What ``bench parse perftest`` reads (``bench parse --list``).
 READS = {"perftest": "ib_write_bw / ib_read_bw / ib_send_bw / ib_atomic_bw and ib_*_lat (perftest 2.0 to 25.x, "
@@ -565,13 +565,6 @@ def split_runs(text: str) -> list[str]:
     return ["\n".join(lines[a:b]) for a, b in zip(starts, [*starts[1:], len(lines)], strict=True)]
 
 
-# the label a launcher writes before each line of a process's output: '[rank 1] ' (Modal / Ray
-# style), torch's '[rank0]:' and torchrun --tee's '[default0]:', Open MPI --tag-output's
-# '[1,0]<stdout>:' (job, rank), Slurm srun -l's '0: '
-_RANK_RE = re.compile(r"^\s*(?:\[rank\s*(\d+)\]:?|\[default(\d+)\]:|\[\d+,(\d+)\]<std(?:out|err|diag)>:"
-                      r"|(\d{1,5}): )[ \t]?")
-
-
 def _rank_streams(text: str) -> list[tuple[int, str]] | None:
     """Each process's output of a text whose lines carry launcher ranks' labels (two ranks' tables
     interleaved line by line), in the order the ranks first show, labels removed; lines without a
@@ -581,15 +574,15 @@ def _rank_streams(text: str) -> list[tuple[int, str]] | None:
     ranks: dict[int, list[str]] = {}
     order: list[tuple[int | None, str]] = []
     for line in lines:
-        m = _RANK_RE.match(line)
-        if m is None:
+        labelled_line = rank_label(line)  # tools/textclean.py: the launchers' labels
+        if labelled_line is None:
             if line.lstrip().startswith("#bytes"):
                 return None
             order.append((None, line))
             continue
-        rank = int(next(g for g in m.groups() if g is not None))
+        rank, body = labelled_line
         ranks.setdefault(rank, [])
-        order.append((rank, line[m.end():]))
+        order.append((rank, body))
     labelled = [body for owner, body in order if owner is not None]
     if not ranks or not any(_table_kind(body) or _TITLE_RE.match(body) for body in labelled):
         return None

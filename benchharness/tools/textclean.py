@@ -44,6 +44,27 @@ _PREFIXES = tuple(re.compile(p) for p in (
 _STRUCTURED = re.compile(r"^\s*[\[{\"]")
 
 
+# the label a launcher writes before each line of one process's output: '[rank 1] ' (Modal / Ray
+# style), torch's '[rank0]:' and torchrun --tee's '[default0]:', Open MPI --tag-output's
+# '[1,0]<stdout>:' (job, rank), Slurm srun -l's '0: '
+_RANK_LABEL = re.compile(r"^\s*(?:\[rank\s*(\d+)\]:?|\[default(\d+)\]:|\[\d+,(\d+)\]<std(?:out|err|diag)>:"
+                         r"|(\d{1,5}): )[ \t]?")
+
+
+def rank_label(line: str) -> tuple[int, str] | None:
+    """(rank, the rest of the line) when ``line`` starts with a launcher's rank label, else None."""
+    m = _RANK_LABEL.match(line)
+    return (int(next(g for g in m.groups() if g is not None)), line[m.end():]) if m else None
+
+
+_FENCE = re.compile(r"^\s{0,3}(?:```|~~~)[\w+.-]*\s*$")
+
+
+def is_fence(line: str) -> bool:
+    """A Markdown code fence line (```` ``` ````, ```` ```console ````, ``~~~``)."""
+    return bool(_FENCE.match(line))
+
+
 def strip_ansi(text: str) -> str:
     """``text`` without ANSI colour and terminal control sequences."""
     return _ANSI.sub("", text)

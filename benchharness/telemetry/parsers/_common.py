@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from benchharness.tools.textclean import is_fence
 from benchharness.tools.textclean import strip_ansi as strip_ansi  # the one ANSI reader, for the parsers
 
 _NA = {"", "n/a", "[n/a]", "na", "none", "unknown", "[not supported]", "not supported", "-"}
@@ -125,7 +126,7 @@ def undecorate(text: str, keep: re.Pattern[str] | None = None) -> str:
     out = []
     text = strip_ansi(text).replace("\r\n", "\n").replace("\r", "\n")
     for line in text.split("\n"):
-        if line.lstrip().startswith("```") or _RULE.match(line):
+        if is_fence(line) or _RULE.match(line):
             out.append("")
             continue
         line = _QUOTE.sub("", line)
